@@ -1,0 +1,9 @@
+//go:build !unix
+
+package local
+
+import "os/exec"
+
+func setGroup(*exec.Cmd) {}
+func killGroup(int)      {}
+func killMarked(string)  {}
