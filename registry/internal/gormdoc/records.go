@@ -1,0 +1,342 @@
+package gormdoc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/redact"
+)
+
+type recRow struct {
+	Rkey      string
+	Rev       int64
+	CreatedAt string
+	UpdatedAt string
+	Doc       string
+}
+
+func (r recRow) record(c registry.Collection) registry.Record {
+	ct, _ := time.Parse(timeCol, r.CreatedAt)
+	ut, _ := time.Parse(timeCol, r.UpdatedAt)
+	return registry.Record{Collection: c, Key: r.Rkey, Rev: r.Rev, CreatedAt: ct, UpdatedAt: ut, Data: json.RawMessage(r.Doc)}
+}
+
+func checkKey(key string) error {
+	if key == "" {
+		return &registry.InvalidError{Field: "key", Reason: "empty"}
+	}
+	if len(key) > registry.MaxIDBytes {
+		return &registry.InvalidError{Field: "key", Value: key[:32] + "...", Reason: "longer than 4096 bytes"}
+	}
+	if strings.ContainsAny(key, "\x00\n\r") {
+		return &registry.InvalidError{Field: "key", Value: key, Reason: "control characters not allowed"}
+	}
+	return nil
+}
+
+// encodeRecord strips secrets, stamps the key field and marshals.
+func encodeRecord(c registry.Collection, key string, m map[string]any) ([]byte, error) {
+	m = redact.Strip(m).(map[string]any)
+	if f := c.KeyField(); f != "" {
+		m[f] = key
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, &registry.InvalidError{Field: "document", Reason: err.Error()}
+	}
+	return b, nil
+}
+
+func (s *Store) recordArgs(c registry.Collection, key string, body json.RawMessage) ([]byte, error) {
+	if err := c.CheckRecords(); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	m, err := registry.DecodeObject(body)
+	if err != nil {
+		return nil, err
+	}
+	return encodeRecord(c, key, m)
+}
+
+// InsertRecord creates a record; ErrAlreadyExists if the key is taken.
+func (s *Store) InsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
+	data, err := s.recordArgs(c, key, body)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	now := s.now()
+	ts := now.Format(timeCol)
+	err = s.db.WithContext(ctx).Exec(`INSERT INTO `+table(c)+` (rkey, rev, created_at, updated_at, doc) VALUES (?, 1, ?, ?, ?)`,
+		key, ts, ts, string(data)).Error
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		return registry.Record{}, fmt.Errorf("%s %s: %w", c.Kind(), key, registry.ErrAlreadyExists)
+	}
+	if err != nil {
+		return registry.Record{}, s.wrap("insert "+string(c)+" "+key, err)
+	}
+	return registry.Record{Collection: c, Key: key, Rev: 1, CreatedAt: now, UpdatedAt: now, Data: data}, nil
+}
+
+// UpsertRecord replaces the body of key (or creates it), bumping Rev.
+func (s *Store) UpsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
+	data, err := s.recordArgs(c, key, body)
+	if err != nil {
+		return registry.Record{}, err
+	}
+	for attempt := 0; attempt < 10; attempt++ {
+		now := s.now()
+		ts := now.Format(timeCol)
+		res := s.db.WithContext(ctx).Exec(`UPDATE `+table(c)+` SET doc = ?, rev = rev + 1, updated_at = ? WHERE rkey = ?`,
+			string(data), ts, key)
+		if res.Error != nil {
+			return registry.Record{}, s.wrap("upsert "+string(c)+" "+key, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			return s.GetRecord(ctx, c, key)
+		}
+		r, err := s.InsertRecord(ctx, c, key, data)
+		if errors.Is(err, registry.ErrAlreadyExists) {
+			continue // a concurrent writer created it: update that one
+		}
+		return r, err
+	}
+	return registry.Record{}, fmt.Errorf("%w: %s %s: too many concurrent writers", registry.ErrConflict, c.Kind(), key)
+}
+
+// GetRecord reads one record.
+func (s *Store) GetRecord(ctx context.Context, c registry.Collection, key string) (registry.Record, error) {
+	if err := c.CheckRecords(); err != nil {
+		return registry.Record{}, err
+	}
+	if err := checkKey(key); err != nil {
+		return registry.Record{}, err
+	}
+	var rows []recRow
+	if err := s.db.WithContext(ctx).Raw(`SELECT rkey, rev, created_at, updated_at, doc FROM `+table(c)+` WHERE rkey = ?`, key).
+		Scan(&rows).Error; err != nil {
+		return registry.Record{}, s.wrap("get "+string(c)+" "+key, err)
+	}
+	if len(rows) == 0 {
+		return registry.Record{}, &registry.NotFoundError{Kind: c.Kind(), ID: key, Version: -1}
+	}
+	return rows[0].record(c), nil
+}
+
+// UpdateRecord applies m under compare-and-swap on rev, retrying on races
+// until ctx ends.
+func (s *Store) UpdateRecord(ctx context.Context, c registry.Collection, key string, m registry.Mutator) (registry.Record, error) {
+	for backoff := time.Millisecond; ; {
+		cur, err := s.GetRecord(ctx, c, key)
+		if err != nil {
+			return registry.Record{}, err
+		}
+		doc, err := registry.DecodeObject(cur.Data)
+		if err != nil {
+			return registry.Record{}, fmt.Errorf("%s %s: stored document is corrupt: %w", c.Kind(), key, err)
+		}
+		if err := m(doc); err != nil {
+			if errors.Is(err, registry.ErrNoChange) {
+				return cur, nil
+			}
+			return registry.Record{}, fmt.Errorf("update %s %s: %w", c.Kind(), key, err)
+		}
+		data, err := encodeRecord(c, key, doc)
+		if err != nil {
+			return registry.Record{}, err
+		}
+		now := s.now()
+		res := s.db.WithContext(ctx).Exec(`UPDATE `+table(c)+` SET doc = ?, rev = rev + 1, updated_at = ? WHERE rkey = ? AND rev = ?`,
+			string(data), now.Format(timeCol), key, cur.Rev)
+		if res.Error != nil {
+			return registry.Record{}, s.wrap("update "+string(c)+" "+key, res.Error)
+		}
+		if res.RowsAffected == 1 {
+			return registry.Record{Collection: c, Key: key, Rev: cur.Rev + 1, CreatedAt: cur.CreatedAt, UpdatedAt: now, Data: data}, nil
+		}
+		// Lost the race: back off a little (bounded) and re-read.
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return registry.Record{}, ctx.Err()
+		case <-t.C:
+		}
+		if backoff < 50*time.Millisecond {
+			backoff *= 2
+		}
+	}
+}
+
+// DeleteRecord removes a record.
+func (s *Store) DeleteRecord(ctx context.Context, c registry.Collection, key string) error {
+	if err := c.CheckRecords(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	res := s.db.WithContext(ctx).Exec(`DELETE FROM `+table(c)+` WHERE rkey = ?`, key)
+	if res.Error != nil {
+		return s.wrap("delete "+string(c)+" "+key, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return &registry.NotFoundError{Kind: c.Kind(), ID: key, Version: -1}
+	}
+	return nil
+}
+
+// QueryRecords filters and orders records in Go.
+func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *registry.RecordQuery) ([]registry.Record, error) {
+	if err := c.CheckRecords(); err != nil {
+		return nil, err
+	}
+	var opt registry.RecordQuery
+	if q != nil {
+		opt = *q
+	}
+	if opt.Limit < 0 || opt.Offset < 0 {
+		return nil, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
+	}
+	want := make(map[string][]byte, len(opt.Where))
+	for path, v := range opt.Where {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, &registry.InvalidError{Field: "where", Value: path, Reason: err.Error()}
+		}
+		want[path] = canonical(b)
+	}
+	sql := `SELECT rkey, rev, created_at, updated_at, doc FROM ` + table(c)
+	var args []any
+	if opt.KeyStart != "" {
+		sql += ` WHERE rkey >= ?`
+		args = append(args, opt.KeyStart)
+		if hi, ok := prefixUpper(opt.KeyStart); ok {
+			sql += ` AND rkey < ?`
+			args = append(args, hi)
+		}
+	}
+	sql += ` ORDER BY created_at, rkey`
+	var rows []recRow
+	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
+		return nil, s.wrap("query "+string(c), err)
+	}
+	type item struct {
+		r   registry.Record
+		doc map[string]any
+	}
+	var items []item
+	for _, row := range rows {
+		r := row.record(c)
+		var doc map[string]any
+		if len(want) > 0 || opt.OrderBy != "" {
+			d, err := registry.DecodeObject(r.Data)
+			if err != nil {
+				continue // a corrupt row never matches a filter
+			}
+			doc = d
+		}
+		ok := true
+		for path, w := range want {
+			v, present := lookup(doc, path)
+			if !present {
+				ok = false
+				break
+			}
+			b, _ := json.Marshal(v)
+			if !bytes.Equal(canonical(b), w) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			items = append(items, item{r, doc})
+		}
+	}
+	if opt.OrderBy != "" {
+		sort.SliceStable(items, func(i, j int) bool {
+			a, aok := lookup(items[i].doc, opt.OrderBy)
+			b, bok := lookup(items[j].doc, opt.OrderBy)
+			if !aok || !bok {
+				return aok && !bok // absent values last, whatever the direction
+			}
+			cmp := compare(a, b)
+			if opt.Desc {
+				return cmp > 0
+			}
+			return cmp < 0
+		})
+	} else if opt.Desc {
+		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
+			items[i], items[j] = items[j], items[i]
+		}
+	}
+	if opt.Offset >= len(items) {
+		return []registry.Record{}, nil
+	}
+	items = items[opt.Offset:]
+	if opt.Limit > 0 && opt.Limit < len(items) {
+		items = items[:opt.Limit]
+	}
+	out := make([]registry.Record, len(items))
+	for i, it := range items {
+		out[i] = it.r
+	}
+	return out, nil
+}
+
+// canonical re-encodes JSON so that equal values compare equal as bytes
+// (numbers through json.Number keep their text; 1 and 1.0 differ).
+func canonical(b []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return b
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+func lookup(doc map[string]any, path string) (any, bool) {
+	var cur any = doc
+	for _, p := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[p]; !ok {
+			return nil, false
+		}
+	}
+	return cur, cur != nil
+}
+
+// compare orders numbers numerically and everything else by its text.
+func compare(a, b any) int {
+	an, aok := a.(json.Number)
+	bn, bok := b.(json.Number)
+	if aok && bok {
+		af, _ := an.Float64()
+		bf, _ := bn.Float64()
+		switch {
+		case af < bf:
+			return -1
+		case af > bf:
+			return 1
+		}
+		return 0
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
