@@ -145,7 +145,10 @@ func coerce(t reflect.Type, v any) (any, error) {
 	}
 	switch t.Kind() {
 	case reflect.String:
-		return asString(v)
+		if s, ok := v.(string); ok {
+			return s, nil
+		}
+		return nil, fmt.Errorf("%s is not a string", jsonText(v))
 	case reflect.Bool:
 		switch x := v.(type) {
 		case bool:
@@ -156,6 +159,11 @@ func coerce(t reflect.Type, v any) (any, error) {
 			return parseBool(x.String())
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if s, err := asString(v); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(s), 10, t.Bits()); err == nil {
+				return n, nil // exact, even beyond 2^53
+			}
+		}
 		f, err := asNumber(v)
 		if err != nil {
 			return nil, err
@@ -169,6 +177,11 @@ func coerce(t reflect.Type, v any) (any, error) {
 		}
 		return n, nil
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if s, err := asString(v); err == nil {
+			if n, err := strconv.ParseUint(strings.TrimSpace(s), 10, t.Bits()); err == nil {
+				return n, nil
+			}
+		}
 		f, err := asNumber(v)
 		if err != nil {
 			return nil, err

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -71,7 +72,15 @@ func (s *Server) assemble() (*built, []error) {
 	if !s.opts.DisableMCP {
 		declared := false
 		for _, i := range c.AdditionalInterfaces {
-			declared = declared || i.Transport == protocol.TransportMCP
+			if i.Transport == protocol.TransportMCP && !declared {
+				declared = true
+				if s.opts.MCPPath == "" && strings.HasPrefix(i.URL, "/") {
+					s.opts.MCPPath = i.URL // serve where the card says
+				}
+			}
+		}
+		if s.opts.MCPPath == "" {
+			s.opts.MCPPath = protocol.DefaultMCPPath
 		}
 		if !declared {
 			c.AdditionalInterfaces = append(c.AdditionalInterfaces, protocol.Interface{URL: s.opts.MCPPath, Transport: protocol.TransportMCP})

@@ -34,8 +34,9 @@ type Options struct {
 	// Impl is the value implementing the env, if any: its Go type name is
 	// the card name of last resort (after ENVIRONMENT_NAME and card.Name).
 	Impl any
-	// MCPPath is where MCP is served; "" means /mcp. A path other than
-	// /mcp is declared on the card unless the card declares an mcp interface.
+	// MCPPath is where MCP is served; "" means the path of the card's
+	// declared mcp interface, else /mcp. It is declared on the card unless
+	// the card declares an mcp interface already (the declared entry wins).
 	MCPPath string
 	// DisableMCP serves no MCP endpoint and declares no MCP interface.
 	DisableMCP bool
@@ -96,9 +97,6 @@ func New(card *protocol.EnvCard, opts *Options) *Server {
 	}
 	if s.opts.Logger == nil {
 		s.opts.Logger = slog.Default()
-	}
-	if s.opts.MCPPath == "" {
-		s.opts.MCPPath = protocol.DefaultMCPPath
 	}
 	if s.opts.Version == "" {
 		s.opts.Version = "0.0.0"

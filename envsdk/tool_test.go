@@ -50,7 +50,7 @@ func itemsServer(t testing.TB, opts *envsdk.Options) (*envsdk.Server, *[]string)
 	s.HandleReset(func(context.Context) error {
 		mu.Lock()
 		defer mu.Unlock()
-		*items = nil
+		*items = []string{}
 		return nil
 	})
 	s.HandleAdd(func(_ context.Context, parts []protocol.Part) error {
