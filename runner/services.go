@@ -1,0 +1,122 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner/sandbox"
+)
+
+// SandboxProvider is what the runner needs from a sandbox backend; see
+// package runner/sandbox for the contract and runner/sandboxtest for the
+// suite every implementation passes.
+type SandboxProvider = sandbox.Provider
+
+// Services is what steps reach through the run context: the stores and the
+// sandbox providers. Nil stores are allowed; a step that needs one fails
+// with ErrNoStore.
+type Services struct {
+	Documents registry.DocumentStore
+	Objects   registry.ObjectStore
+	// Sandboxes maps provider names ("local") to providers.
+	Sandboxes map[string]SandboxProvider
+	// DefaultSandbox is the provider spec used when neither the step nor
+	// user_overrides names one; "" means "local".
+	DefaultSandbox string
+	Logger         *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// ErrNoStore is returned by steps that need a store the run was not given.
+var ErrNoStore = errors.New("store not configured")
+
+func (s *Services) now() time.Time {
+	if s == nil || s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+func (s *Services) logger() *slog.Logger {
+	if s == nil || s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// ErrUnknownProvider is matched when a sandbox spec names no configured
+// provider.
+var ErrUnknownProvider = errors.New("unknown sandbox provider")
+
+// CreateSandbox creates a sandbox through spec, a provider name or a comma
+// list tried in order (a fallback chain). It checks the provider's
+// Capabilities first, so an unsupported mode fails without creating
+// anything, and terminates a sandbox whose type differs from the provider
+// name it was configured under.
+func (s *Services) CreateSandbox(ctx context.Context, spec string, sp sandbox.Spec) (sandbox.Sandbox, error) {
+	if spec == "" {
+		spec = s.DefaultSandbox
+	}
+	if spec == "" {
+		spec = "local"
+	}
+	names := strings.Split(spec, ",")
+	var errs []error
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		p, ok := s.Sandboxes[name]
+		if !ok {
+			return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownProvider, name, strings.Join(s.providerNames(), ", "))
+		}
+		caps := p.Capabilities()
+		if (sp.Mode == sandbox.ModeVM && !caps.VM) || (sp.Mode == sandbox.ModeContainer && !caps.Container) {
+			errs = append(errs, fmt.Errorf("%s: %s mode: %w", name, sp.Mode, sandbox.ErrNotSupported))
+			continue
+		}
+		sb, err := p.CreateSandbox(ctx, sp)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			continue
+		}
+		if sb.Type() != name {
+			_ = sb.Terminate(context.WithoutCancel(ctx))
+			return nil, fmt.Errorf("sandbox provider %q created a sandbox of type %q: the provider's type must equal its configured name", name, sb.Type())
+		}
+		return sb, nil
+	}
+	if len(names) == 1 {
+		return nil, errs[0]
+	}
+	return nil, fmt.Errorf("All %d providers failed: %w", len(names), errors.Join(errs...))
+}
+
+func (s *Services) providerNames() []string {
+	out := make([]string, 0, len(s.Sandboxes))
+	for k := range s.Sandboxes {
+		out = append(out, k)
+	}
+	return out
+}
+
+// Reconnect rebuilds a sandbox from its handle through the provider named
+// by its type.
+func (s *Services) Reconnect(ctx context.Context, h sandbox.Handle) (sandbox.Sandbox, error) {
+	p, ok := s.Sandboxes[h.Type]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownProvider, h.Type)
+	}
+	r, ok := p.(sandbox.Reconnector)
+	if !ok {
+		return nil, fmt.Errorf("provider %q cannot reconnect: %w", h.Type, sandbox.ErrNotSupported)
+	}
+	return r.GetSandbox(ctx, h)
+}
