@@ -1,0 +1,391 @@
+// Package fsobject is the local ObjectStore: one directory tree, objects
+// at <root>/<key>, object URLs file://<absolute path>
+// (runner.md §10.4). The default root is <state root>/object_store.
+//
+// Writes are atomic and write-once: bytes go to <root>/.agentenv-tmp/,
+// are fsynced, and are then hard-linked to the final path (link fails if
+// the key exists, which is what makes "write-once" race-free) or renamed
+// over it when overwriting is asked for. A writer killed mid-write leaves
+// only a temporary file, which is never visible as an object and is swept
+// on the next New. Content types live in <root>/.agentenv-meta/<key>.json
+// sidecars.
+//
+//	objs, err := fsobject.New("", nil)
+//	info, err := registry.PutBytes(ctx, objs, "artifacts/file/hello/1/hello.txt", b, nil)
+//	info.URL // file:///home/me/.local/state/agent-env/object_store/artifacts/file/hello/1/hello.txt
+package fsobject
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/registry"
+)
+
+const (
+	tmpDir  = ".agentenv-tmp"
+	metaDir = ".agentenv-meta"
+)
+
+// Options tunes New. A nil *Options means defaults.
+type Options struct {
+	// StaleTemp is the age after which leftover temporary files (from
+	// crashed writers) are removed by New; 0 = 1 hour.
+	StaleTemp time.Duration
+}
+
+// Store is the filesystem ObjectStore.
+type Store struct {
+	root string // absolute, symlinks resolved
+}
+
+var _ registry.ObjectStore = (*Store)(nil)
+
+// DefaultRoot is <state root>/object_store.
+func DefaultRoot() (string, error) {
+	root, err := registry.StateRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, "object_store"), nil
+}
+
+// New opens (creating if needed) the store rooted at root ("" = DefaultRoot).
+func New(root string, o *Options) (*Store, error) {
+	var opt Options
+	if o != nil {
+		opt = *o
+	}
+	if opt.StaleTemp <= 0 {
+		opt.StaleTemp = time.Hour
+	}
+	if root == "" {
+		r, err := DefaultRoot()
+		if err != nil {
+			return nil, err
+		}
+		state, _ := registry.StateRoot()
+		if err := registry.EnsureStateDir(state, r); err != nil {
+			return nil, err
+		}
+		root = r
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", root, err)
+	}
+	for _, d := range []string{abs, filepath.Join(abs, tmpDir), filepath.Join(abs, metaDir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("object store %s: %w: %v", abs, registry.ErrUnavailable, err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w", abs, err)
+	}
+	s := &Store{root: real}
+	s.sweep(opt.StaleTemp)
+	return s, nil
+}
+
+// Root is the store's directory.
+func (s *Store) Root() string { return s.root }
+
+func (s *Store) sweep(age time.Duration) {
+	entries, _ := os.ReadDir(filepath.Join(s.root, tmpDir))
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > age {
+			_ = os.Remove(filepath.Join(s.root, tmpDir, e.Name()))
+		}
+	}
+}
+
+func (s *Store) pathOf(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
+
+// inside makes sure dir (an existing directory) resolves under the root, so
+// a symlink planted in the tree cannot carry a key outside it.
+func (s *Store) inside(key, dir string) error {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return err
+	}
+	if real != s.root && !strings.HasPrefix(real, s.root+string(filepath.Separator)) {
+		return &registry.InvalidError{Field: "key", Value: key, Reason: "resolves outside the object store (symlink)"}
+	}
+	return nil
+}
+
+type meta struct {
+	ContentType string `json:"content_type,omitempty"`
+	Encoding    string `json:"encoding,omitempty"`
+}
+
+// ctxReader stops a copy when ctx ends.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
+// Put writes r under key atomically; write-once unless o.Overwrite.
+func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.ObjectPutOptions) (registry.ObjectInfo, error) {
+	if err := registry.ValidateKey(key); err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	var opt registry.ObjectPutOptions
+	if o != nil {
+		opt = *o
+	}
+	final := s.pathOf(key)
+	if !opt.Overwrite {
+		if _, err := os.Lstat(final); err == nil {
+			return registry.ObjectInfo{}, fmt.Errorf("object %s: %w (pass Overwrite to replace it)", key, registry.ErrAlreadyExists)
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "put-*")
+	if err != nil {
+		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w: %v", key, registry.ErrUnavailable, err)
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName) // after a link the object keeps its own name
+	_, err = io.Copy(tmp, ctxReader{ctx, r})
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return registry.ObjectInfo{}, fmt.Errorf("write object %s: %w", key, err)
+	}
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
+	}
+	if err := s.inside(key, dir); err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	if opt.Overwrite {
+		err = os.Rename(tmpName, final)
+	} else {
+		err = os.Link(tmpName, final)
+		if errors.Is(err, fs.ErrExist) {
+			return registry.ObjectInfo{}, fmt.Errorf("object %s: %w (pass Overwrite to replace it)", key, registry.ErrAlreadyExists)
+		}
+	}
+	if err != nil {
+		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
+	}
+	if err := s.writeMeta(key, meta{ContentType: opt.ContentType, Encoding: opt.Encoding}); err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	return s.Stat(ctx, key)
+}
+
+func (s *Store) metaPath(key string) string {
+	return filepath.Join(s.root, metaDir, filepath.FromSlash(key)+".json")
+}
+
+func (s *Store) writeMeta(key string, m meta) error {
+	p := s.metaPath(key)
+	if m == (meta{}) {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("object %s metadata: %w", key, err)
+		}
+		return nil
+	}
+	b, _ := json.Marshal(m)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("object %s metadata: %w", key, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "meta-*")
+	if err != nil {
+		return fmt.Errorf("object %s metadata: %w", key, err)
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return fmt.Errorf("object %s metadata: %w", key, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("object %s metadata: %w", key, err)
+	}
+	if err := os.Rename(tmp.Name(), p); err != nil {
+		return fmt.Errorf("object %s metadata: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) info(key string, fi os.FileInfo) registry.ObjectInfo {
+	var m meta
+	if b, err := os.ReadFile(s.metaPath(key)); err == nil {
+		_ = json.Unmarshal(b, &m)
+	}
+	if m.ContentType == "" {
+		m.ContentType = guessType(key)
+	}
+	return registry.ObjectInfo{Key: key, URL: s.URL(key), Size: fi.Size(), ContentType: m.ContentType,
+		Encoding: m.Encoding, LastModified: fi.ModTime().UTC()}
+}
+
+func guessType(key string) string {
+	switch {
+	case strings.HasSuffix(key, ".tar.gz"), strings.HasSuffix(key, ".tgz"):
+		return "application/gzip"
+	case strings.HasSuffix(key, ".jsonl"):
+		return "application/x-ndjson"
+	}
+	if t := mime.TypeByExtension(path.Ext(key)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
+}
+
+func (s *Store) regular(key string) (os.FileInfo, error) {
+	if err := registry.ValidateKey(key); err != nil {
+		return nil, err
+	}
+	p := s.pathOf(key)
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscallENOTDIR) || (err == nil && fi.IsDir()) {
+		return nil, &registry.NotFoundError{Kind: "object", ID: key}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", key, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &registry.InvalidError{Field: "key", Value: key, Reason: "not a regular file (symlinks are refused)"}
+	}
+	if err := s.inside(key, filepath.Dir(p)); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// Open opens an object for reading.
+func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, registry.ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, registry.ObjectInfo{}, err
+	}
+	fi, err := s.regular(key)
+	if err != nil {
+		return nil, registry.ObjectInfo{}, err
+	}
+	f, err := os.Open(s.pathOf(key))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, registry.ObjectInfo{}, &registry.NotFoundError{Kind: "object", ID: key}
+	}
+	if err != nil {
+		return nil, registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
+	}
+	return f, s.info(key, fi), nil
+}
+
+// Stat returns an object's metadata.
+func (s *Store) Stat(ctx context.Context, key string) (registry.ObjectInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	fi, err := s.regular(key)
+	if err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	return s.info(key, fi), nil
+}
+
+// Exists reports whether key holds an object.
+func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
+	_, err := s.Stat(ctx, key)
+	if errors.Is(err, registry.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// List returns the objects under prefix, sorted by key.
+func (s *Store) List(ctx context.Context, prefix string) ([]registry.ObjectInfo, error) {
+	if err := registry.ValidatePrefix(prefix); err != nil {
+		return nil, err
+	}
+	start := s.root
+	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		start = s.pathOf(prefix[:i])
+	}
+	var out []registry.ObjectInfo
+	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscallENOTDIR) {
+				return nil
+			}
+			return err
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return cerr
+		}
+		rel, _ := filepath.Rel(s.root, p)
+		key := filepath.ToSlash(rel)
+		if d.IsDir() {
+			if p != s.root && (key == tmpDir || key == metaDir) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if key == ".gitignore" || !d.Type().IsRegular() || !strings.HasPrefix(key, prefix) {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil // removed while listing
+		}
+		out = append(out, s.info(key, fi))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list objects %q: %w", prefix, err)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// URL is file://<absolute path of key>.
+func (s *Store) URL(key string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(s.pathOf(key))}).String()
+}
+
+// KeyOf maps a file:// URL under the root back to its key.
+func (s *Store) KeyOf(u string) (string, error) {
+	if !strings.HasPrefix(u, "file://") {
+		return "", &registry.InvalidError{Field: "url", Value: u, Reason: "not a file:// URL of the local object store"}
+	}
+	p := strings.TrimPrefix(u, "file://")
+	if pu, err := url.Parse(u); err == nil && pu.Host == "" {
+		p = pu.Path
+	}
+	rootSlash := filepath.ToSlash(s.root) + "/"
+	if !strings.HasPrefix(p, rootSlash) {
+		return "", &registry.InvalidError{Field: "url", Value: u, Reason: "outside the object store " + s.root}
+	}
+	key := strings.TrimPrefix(p, rootSlash)
+	if err := registry.ValidateKey(key); err != nil {
+		return "", err
+	}
+	return key, nil
+}
