@@ -3,6 +3,7 @@ package envsdk_test
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -31,3 +32,5 @@ func postRPC(t testing.TB, url, body string) any {
 	}
 	return v
 }
+
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
