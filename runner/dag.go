@@ -254,8 +254,7 @@ func (s *scheduler) inFlight() []int {
 
 // span is the retry span: retry_from, its transitive dependents, and the
 // steps in flight when the failure landed.
-func (s *scheduler) span() map[int]bool {
-	p := s.retry
+func (s *scheduler) span(p *pendingRetry) map[int]bool {
 	span := map[int]bool{p.from: true, p.failing: true}
 	stack := []int{p.from}
 	for len(stack) > 0 {
@@ -274,7 +273,7 @@ func (s *scheduler) span() map[int]bool {
 	return span
 }
 
-func (s *scheduler) inSpan(i int) bool { return s.span()[i] }
+func (s *scheduler) inSpan(i int) bool { return s.span(s.retry)[i] }
 
 // doRetry rolls the context back to the seed plus the surviving steps'
 // diffs and re-dispatches the span (runner.md §3.1). When a survivor ran
@@ -283,7 +282,7 @@ func (s *scheduler) inSpan(i int) bool { return s.span()[i] }
 func (s *scheduler) doRetry() {
 	p := s.retry
 	s.retry = nil
-	span := s.span()
+	span := s.span(p)
 	var survivors []journalEntry
 	for _, je := range s.journal {
 		if span[je.i] {
@@ -325,7 +324,8 @@ func (s *scheduler) doRetry() {
 	s.failed[p.failIdx].Retried = true
 	md := doc[KeyMetadata].(map[string]any)
 	md["failed_steps"] = toJSONValue(s.failed)
-	resets, _ := md["retry_resets"].([]any)
+	prevResets, _ := s.rc.Metadata("retry_resets")
+	resets, _ := prevResets.([]any)
 	md["retry_resets"] = append(resets, toJSONValue(map[string]any{
 		"attempt": s.epoch, "step_id": s.steps[p.failing].ID,
 		"retry_from_step_id": s.steps[p.from].ID, "replayed": replayed,
