@@ -1,0 +1,359 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// child owns the process-wide MCP client session ("generation") to one
+// backing server. Sessions are not tied to inbound agent sessions; they are
+// opened lazily by one owner and replaced when they die (gateway.md §3).
+type child struct {
+	server  Server
+	index   int
+	log     *slog.Logger
+	httpc   *http.Client
+	version string
+	// attempts and retryDelay bound one open (reference: 10 attempts, 1 s apart).
+	attempts   int
+	retryDelay time.Duration
+	// onNotify is called for every notification of the child (list_changed).
+	onNotify func(c *child, method string)
+	// onReopen is called after a generation replaced a dead one.
+	onReopen func(c *child)
+
+	mu      sync.Mutex
+	gen     *generation
+	opening chan struct{} // non-nil while one caller opens
+	openErr error
+	opened  int // generations opened so far
+	closed  bool
+
+	nextID atomic.Int64
+}
+
+// generation is one open MCP client session.
+type generation struct {
+	c      *client.Client
+	seq    int
+	cancel context.CancelFunc
+}
+
+// errChildClosed is returned after Close.
+var errChildClosed = errors.New("gateway is shutting down")
+
+// session returns the current generation, opening one if needed. Concurrent
+// callers share one open; a failed open leaves nothing behind.
+func (c *child) session(ctx context.Context) (*generation, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, errChildClosed
+		}
+		if c.gen != nil {
+			g := c.gen
+			c.mu.Unlock()
+			return g, nil
+		}
+		if c.opening != nil {
+			wait := c.opening
+			c.mu.Unlock()
+			select {
+			case <-wait:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			c.mu.Lock()
+			g, err := c.gen, c.openErr
+			c.mu.Unlock()
+			if g != nil {
+				return g, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			continue
+		}
+		done := make(chan struct{})
+		c.opening = done
+		c.mu.Unlock()
+
+		g, err := c.open(ctx)
+		c.mu.Lock()
+		c.opening = nil
+		c.openErr = err
+		reopened := false
+		if err == nil {
+			if c.closed {
+				c.mu.Unlock()
+				g.close()
+				close(done)
+				return nil, errChildClosed
+			}
+			c.opened++
+			g.seq = c.opened
+			reopened = c.opened > 1
+			c.gen = g
+		}
+		c.mu.Unlock()
+		close(done)
+		if err != nil {
+			return nil, err
+		}
+		if reopened && c.onReopen != nil {
+			go c.onReopen(c)
+		}
+		return g, nil
+	}
+}
+
+// open connects and initializes, retrying within the attempt budget.
+func (c *child) open(ctx context.Context) (*generation, error) {
+	var last error
+	for i := 0; i < c.attempts; i++ {
+		if i > 0 {
+			select {
+			case <-time.After(c.retryDelay):
+			case <-ctx.Done():
+				return nil, fmt.Errorf("open %s: %w (last error: %v)", c.server.Name, ctx.Err(), last)
+			}
+		}
+		g, err := c.openOnce(ctx)
+		if err == nil {
+			return g, nil
+		}
+		last = err
+		c.log.Debug("child open failed", "server", c.server.Name, "attempt", i+1, "err", err)
+	}
+	return nil, fmt.Errorf("open %s (%s): %w", c.server.Name, c.server.URL, last)
+}
+
+func (c *child) openOnce(ctx context.Context) (*generation, error) {
+	tr, err := transport.NewStreamableHTTP(c.server.URL,
+		transport.WithHTTPBasicClient(c.httpc),
+		transport.WithContinuousListening(),
+		transport.WithHTTPLogger(c.log),
+	)
+	if err != nil {
+		return nil, err
+	}
+	// The client lives beyond the caller's request: its listening stream
+	// runs until the generation is retired.
+	life, cancel := context.WithCancel(context.Background())
+	cl := client.NewClient(tr)
+	if err := cl.Start(life); err != nil {
+		cancel()
+		return nil, err
+	}
+	g := &generation{c: cl, cancel: cancel}
+	cl.OnNotification(func(n mcp.JSONRPCNotification) {
+		if c.onNotify != nil {
+			c.onNotify(c, n.Method)
+		}
+	})
+	ictx, icancel := context.WithTimeout(ctx, 10*time.Second)
+	defer icancel()
+	_, err = cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo:      mcp.Implementation{Name: "agentenv-gateway", Version: c.version},
+	}})
+	if err != nil {
+		g.close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// close ends the session, waiting at most 3 s.
+func (g *generation) close() {
+	done := make(chan struct{})
+	go func() {
+		_ = g.c.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(3 * time.Second):
+	}
+	g.cancel()
+}
+
+// retire drops g if it is still current; concurrent deaths reset once.
+func (c *child) retire(g *generation) bool {
+	c.mu.Lock()
+	if c.gen != g {
+		c.mu.Unlock()
+		return false
+	}
+	c.gen = nil
+	c.mu.Unlock()
+	go g.close()
+	return true
+}
+
+// Close ends the current generation and refuses new ones.
+func (c *child) Close() {
+	c.mu.Lock()
+	c.closed = true
+	g := c.gen
+	c.gen = nil
+	c.mu.Unlock()
+	if g != nil {
+		g.close()
+	}
+}
+
+// rpcError is a JSON-RPC error answered by a child.
+type rpcError struct {
+	Code    int
+	Message string
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (%d)", e.Message, e.Code) }
+
+// deliveryError wraps a transport failure with whether the request may have
+// reached the child.
+type deliveryError struct {
+	err     error
+	reached bool
+}
+
+func (e *deliveryError) Error() string { return e.err.Error() }
+func (e *deliveryError) Unwrap() error { return e.err }
+
+// request sends one raw JSON-RPC request and returns the raw result,
+// applying the dead-session table of gateway.md §3: a request that never
+// reached the child (refused connection, 404 on the session) retires the
+// generation and is retried once on a new one; a connection lost after the
+// request was written retires the generation and is not retried.
+func (c *child) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	for attempt := 0; ; attempt++ {
+		g, err := c.session(ctx)
+		if err != nil {
+			return nil, err
+		}
+		res, err := c.send(ctx, g, method, params)
+		if err == nil {
+			return res, nil
+		}
+		var de *deliveryError
+		if !errors.As(err, &de) || ctx.Err() != nil {
+			return nil, err // child answered, or our own deadline: keep the generation
+		}
+		c.retire(g)
+		if de.reached || attempt > 0 {
+			return nil, err
+		}
+		c.log.Info("child session lost before the request reached it; retrying once", "server", c.server.Name, "method", method, "err", err)
+	}
+}
+
+func (c *child) send(ctx context.Context, g *generation, method string, params any) (json.RawMessage, error) {
+	var wrote atomic.Bool
+	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			if info.Err == nil {
+				wrote.Store(true)
+			}
+		},
+	})
+	req := transport.JSONRPCRequest{
+		JSONRPC: mcp.JSONRPC_VERSION,
+		ID:      mcp.NewRequestId(c.nextID.Add(1)),
+		Method:  method,
+		Params:  params,
+	}
+	resp, err := g.c.GetTransport().SendRequest(tctx, req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		if errors.Is(err, transport.ErrSessionTerminated) {
+			return nil, &deliveryError{err: err, reached: false}
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isNetError(err) || !wrote.Load() {
+			return nil, &deliveryError{err: err, reached: wrote.Load()}
+		}
+		return nil, err
+	}
+	if resp.Error != nil {
+		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
+	}
+	if len(resp.Result) == 0 {
+		return nil, fmt.Errorf("empty result from %s", c.server.Name)
+	}
+	return resp.Result, nil
+}
+
+// listTools lists every tool of the child, following nextCursor, each page
+// within 5 s. Descriptors are kept raw (dependencies.md §2.4 pitfall 1).
+func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
+	var out []json.RawMessage
+	cursor := ""
+	seen := map[string]bool{}
+	for page := 0; ; page++ {
+		if page > 1000 {
+			return nil, fmt.Errorf("tools/list of %s: more than 1000 pages", c.server.Name)
+		}
+		params := map[string]any{}
+		if cursor != "" {
+			params["cursor"] = cursor
+		}
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		raw, err := c.request(pctx, string(mcp.MethodToolsList), params)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("tools/list of %s: %w", c.server.Name, err)
+		}
+		var res struct {
+			Tools      []json.RawMessage `json:"tools"`
+			NextCursor string            `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return nil, fmt.Errorf("tools/list of %s: malformed result: %w", c.server.Name, err)
+		}
+		out = append(out, res.Tools...)
+		if res.NextCursor == "" {
+			return out, nil
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("tools/list of %s: cursor %q repeated", c.server.Name, res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+}
+
+// callParams is the tools/call params sent to a child: a new request (never
+// the inbound one, pitfall 2) with the raw argument bytes and only the
+// gateway's _meta.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta      map[string]any  `json:"_meta,omitempty"`
+}
+
+// isNetError reports a connection-level failure (refused, reset, closed).
+func isNetError(err error) bool {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return true
+	}
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
+}

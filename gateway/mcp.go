@@ -1,0 +1,320 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"hash/fnv"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/agentenv/agentenv/protocol"
+)
+
+// supportedMCPVersions are the protocol versions /mcp negotiates
+// (dependencies.md §2.1).
+var supportedMCPVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
+
+// mcpBodyLimit bounds one /mcp POST body (tool arguments may be large).
+const mcpBodyLimit = 64 << 20
+
+// mcpFront is the /mcp endpoint. mcp-go serves the transport (initialize,
+// the GET notification stream, DELETE, ping); tools/list and tools/call are
+// answered by the gateway itself as application/json, so descriptors pass
+// through byte-exact (pitfall 1), disabled and unknown tools are isError
+// results (pitfalls 3 and 4), and nothing of the caller's _meta is copied.
+type mcpFront struct {
+	g        *Gateway
+	srv      *server.MCPServer
+	http     *server.StreamableHTTPServer
+	sessions *sessionTable
+}
+
+// inSession is one inbound MCP session. Its Mcp-Session-Id is its session
+// key: 32 lowercase hex (§2 step 5).
+type inSession struct {
+	key string
+	mu  sync.Mutex
+	// role is the role of the session's latest request.
+	role string
+	// view is a hash of the tool list the session's role last saw, to send
+	// list_changed only when it changes.
+	view uint64
+}
+
+// sessionTable implements mcp-go's SessionIdManager with 32-hex ids.
+type sessionTable struct {
+	mu sync.RWMutex
+	m  map[string]*inSession
+}
+
+var errUnknownSession = errors.New("unknown session")
+
+func (t *sessionTable) Generate() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	key := hex.EncodeToString(b[:])
+	t.mu.Lock()
+	t.m[key] = &inSession{key: key, role: protocol.DefaultRole}
+	t.mu.Unlock()
+	return key
+}
+
+func (t *sessionTable) Validate(id string) (bool, error) {
+	if t.get(id) == nil {
+		return false, errUnknownSession
+	}
+	return false, nil
+}
+
+func (t *sessionTable) Terminate(id string) (bool, error) {
+	t.mu.Lock()
+	delete(t.m, id)
+	t.mu.Unlock()
+	return false, nil
+}
+
+func (t *sessionTable) get(id string) *inSession {
+	if id == "" {
+		return nil
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.m[id]
+}
+
+func (t *sessionTable) all() []*inSession {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]*inSession, 0, len(t.m))
+	for _, s := range t.m {
+		out = append(out, s)
+	}
+	return out
+}
+
+type roleCtxKey struct{}
+
+func newMCPFront(g *Gateway) *mcpFront {
+	f := &mcpFront{g: g, sessions: &sessionTable{m: map[string]*inSession{}}}
+	hooks := &server.Hooks{}
+	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+		if is := f.sessions.get(s.SessionID()); is != nil {
+			role, _ := ctx.Value(roleCtxKey{}).(string)
+			is.mu.Lock()
+			if role != "" {
+				is.role = role
+			}
+			is.view = f.viewHash(is.role)
+			is.mu.Unlock()
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
+		_, _ = f.sessions.Terminate(s.SessionID())
+	})
+	f.srv = server.NewMCPServer(g.cfg.Name, Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+	)
+	f.http = server.NewStreamableHTTPServer(f.srv,
+		server.WithSessionIdManager(f.sessions),
+		server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
+		server.WithDisableLocalhostProtection(true),
+		server.WithStreamableHTTPLogger(g.log),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return context.WithValue(ctx, roleCtxKey{}, protocol.GatewayRole(r.Header.Get(protocol.HeaderRole)))
+		}),
+	)
+	return f
+}
+
+func (f *mcpFront) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3e9)
+	defer cancel()
+	_ = f.http.Shutdown(ctx)
+}
+
+// rpcMessage is the part of a JSON-RPC message the front inspects.
+type rpcMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+}
+
+func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		f.http.ServeHTTP(w, r)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcpBodyLimit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]any{"jsonrpc": "2.0", "id": nil,
+				"error": map[string]any{"code": protocol.CodeInvalidRequest, "message": "request body too large"}})
+			return
+		}
+		http.Error(w, "cannot read request body", http.StatusBadRequest)
+		return
+	}
+	var msg rpcMessage
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &msg) == nil &&
+		(msg.Method == string(mcp.MethodToolsList) || msg.Method == string(mcp.MethodToolsCall)) &&
+		len(msg.ID) > 0 && string(msg.ID) != "null" && f.versionOK(r) {
+		f.serveTools(w, r, &msg)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	f.http.ServeHTTP(w, r)
+}
+
+func (f *mcpFront) versionOK(r *http.Request) bool {
+	v := r.Header.Get(protocol.HeaderMCPProtocolVersion)
+	if v == "" {
+		return true
+	}
+	for _, s := range supportedMCPVersions {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// serveTools answers tools/list and tools/call for a known session.
+func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMessage) {
+	sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID))
+	if sess == nil {
+		if r.Header.Get(protocol.HeaderMCPSessionID) == "" {
+			http.Error(w, "Bad Request: Mcp-Session-Id header is required", http.StatusBadRequest)
+		} else {
+			http.Error(w, "Invalid session ID", http.StatusNotFound)
+		}
+		return
+	}
+	role := protocol.GatewayRole(strings.TrimSpace(r.Header.Get(protocol.HeaderRole)))
+	sess.mu.Lock()
+	sess.role = role
+	sess.mu.Unlock()
+	var result json.RawMessage
+	switch msg.Method {
+	case string(mcp.MethodToolsList):
+		// Retry a failed discovery on use, as the reference does per session.
+		f.g.ensureDiscovery(r.Context())
+		result = f.listResult(role)
+		sess.mu.Lock()
+		sess.view = f.viewHash(role)
+		sess.mu.Unlock()
+	case string(mcp.MethodToolsCall):
+		var p struct {
+			Name      *string         `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}
+		if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil || p.Name == nil {
+			writeRPC(w, msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
+			return
+		}
+		if string(p.Arguments) == "null" {
+			p.Arguments = nil
+		}
+		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: *p.Name, Arguments: p.Arguments}
+		res, err := f.g.call(r.Context(), call)
+		if err != nil {
+			var ce *CallError
+			text := err.Error()
+			if errors.As(err, &ce) {
+				text = ce.mcpText()
+			}
+			result = errorResult(text)
+		} else {
+			result = res.Raw
+		}
+	}
+	writeRPC(w, msg.ID, result, nil)
+}
+
+// listResult is the tools/list result for a role: the registry filtered by
+// role rules, raw descriptors, in registry order.
+func (f *mcpFront) listResult(role string) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"tools":[`)
+	n := 0
+	for _, e := range f.g.reg.snapshot() {
+		if f.g.rules.disabled(role, e.name) {
+			continue
+		}
+		if n > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(e.raw)
+		n++
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}
+
+// viewHash fingerprints what a role sees on tools/list.
+func (f *mcpFront) viewHash(role string) uint64 {
+	h := fnv.New64a()
+	for _, e := range f.g.reg.snapshot() {
+		if f.g.rules.disabled(role, e.name) {
+			continue
+		}
+		h.Write([]byte(e.name))
+		h.Write([]byte{0})
+		h.Write(e.raw)
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// notifyChanged sends notifications/tools/list_changed to every session
+// whose role's visible tool set changed since it last looked.
+func (f *mcpFront) notifyChanged() {
+	hashes := map[string]uint64{}
+	for _, s := range f.sessions.all() {
+		s.mu.Lock()
+		role := s.role
+		h, ok := hashes[role]
+		if !ok {
+			h = f.viewHash(role)
+			hashes[role] = h
+		}
+		changed := s.view != h
+		s.view = h
+		s.mu.Unlock()
+		if changed {
+			_ = f.srv.SendNotificationToSpecificClient(s.key, string(mcp.MethodNotificationToolsListChanged), nil)
+		}
+	}
+}
+
+// writeRPC writes one JSON-RPC response as application/json.
+func writeRPC(w http.ResponseWriter, id json.RawMessage, result json.RawMessage, rpcErr *protocol.Error) {
+	var b bytes.Buffer
+	b.WriteString(`{"jsonrpc":"2.0","id":`)
+	b.Write(id)
+	if rpcErr != nil {
+		eb, _ := json.Marshal(rpcErr)
+		b.WriteString(`,"error":`)
+		b.Write(eb)
+	} else {
+		b.WriteString(`,"result":`)
+		b.Write(result)
+	}
+	b.WriteString("}\n")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b.Bytes())
+}

@@ -1,0 +1,310 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentenv/agentenv/protocol"
+)
+
+// upstreamProxy is the streaming reverse proxy to one REST_PROXY_URLS or
+// WEBSITE_URLS entry (§8.4), with one pooled transport per upstream.
+type upstreamProxy struct {
+	up    Upstream
+	base  *url.URL
+	log   *slog.Logger
+	proxy *httputil.ReverseProxy
+	isMCP bool
+}
+
+// hopByHop are dropped in both directions (plus anything Connection names).
+var hopByHop = []string{"Host", "Connection", "Keep-Alive", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
+	"Proxy-Authorization", "Proxy-Authenticate", "Proxy-Connection"}
+
+type proxyCtxKey struct{}
+
+type proxyTarget struct {
+	rest  string // raw path remainder, starting with "/" or empty
+	query string
+	role  string
+}
+
+func newUpstreamProxy(u Upstream, log *slog.Logger) *upstreamProxy {
+	base, _ := url.Parse(u.URL) // validated by the config
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:          256,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		ResponseHeaderTimeout: 3600 * time.Second,
+		DisableCompression:    true, // bytes pass undecoded
+		ForceAttemptHTTP2:     false,
+	}
+	p := &upstreamProxy{up: u, base: base, log: log.With("upstream", u.Key), isMCP: strings.HasPrefix(u.Key, "mcp-")}
+	p.proxy = &httputil.ReverseProxy{
+		Rewrite:        p.rewrite,
+		Transport:      tr,
+		FlushInterval:  -1, // stream every chunk as it arrives
+		ModifyResponse: p.modifyResponse,
+		ErrorHandler:   p.errorHandler,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelDebug),
+	}
+	return p
+}
+
+func (p *upstreamProxy) rewrite(pr *httputil.ProxyRequest) {
+	t := pr.In.Context().Value(proxyCtxKey{}).(*proxyTarget)
+	out := pr.Out
+	basePath := strings.TrimRight(p.base.EscapedPath(), "/")
+	rawPath := basePath + t.rest
+	if rawPath == "" {
+		rawPath = "/"
+	}
+	decoded, err := url.PathUnescape(rawPath)
+	if err != nil {
+		decoded = rawPath
+	}
+	out.URL = &url.URL{Scheme: p.base.Scheme, Host: p.base.Host, Path: decoded, RawPath: rawPath, RawQuery: t.query}
+	out.Host = p.base.Host
+	// Every client role header is replaced by the gateway's attribution.
+	out.Header.Del(protocol.HeaderRole)
+	out.Header.Set(protocol.HeaderRole, t.role)
+	if _, ok := pr.In.Header["Accept-Encoding"]; !ok {
+		out.Header.Set("Accept-Encoding", "identity")
+	}
+	for _, h := range hopByHop {
+		out.Header.Del(h)
+	}
+	// Rewrite strips X-Forwarded-*; the spec keeps every raw header.
+	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
+		if v, ok := pr.In.Header[h]; ok {
+			out.Header[h] = v
+		}
+	}
+}
+
+func (p *upstreamProxy) modifyResponse(resp *http.Response) error {
+	resp.Header.Del("Date")
+	resp.Header.Del("Server")
+	for _, h := range hopByHop {
+		if h != "Transfer-Encoding" && h != "Trailer" {
+			resp.Header.Del(h)
+		}
+	}
+	if resp.Body != nil && resp.Body != http.NoBody {
+		resp.Body = &countingBody{rc: resp.Body, log: p.log, url: resp.Request.URL.Redacted()}
+	}
+	return nil
+}
+
+// countingBody logs a mid-body failure as "failed after N bytes".
+type countingBody struct {
+	rc   io.ReadCloser
+	n    atomic.Int64
+	log  *slog.Logger
+	url  string
+	done bool
+}
+
+func (c *countingBody) Read(b []byte) (int, error) {
+	n, err := c.rc.Read(b)
+	c.n.Add(int64(n))
+	if err != nil && err != io.EOF && !c.done {
+		c.done = true
+		c.log.Warn(fmt.Sprintf("proxy response failed after %d bytes", c.n.Load()), "url", c.url, "err", err)
+	}
+	return n, err
+}
+
+func (c *countingBody) Close() error { return c.rc.Close() }
+
+func (p *upstreamProxy) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	if r.Context().Err() != nil {
+		return // the client left; nothing to answer
+	}
+	writeJSON(w, http.StatusBadGateway, map[string]string{"error": fmt.Sprintf("Proxy request failed: %s(%s)", errorKind(err), err)})
+}
+
+// errorKind names a proxy failure class, after httpx's exception names.
+func errorKind(err error) string {
+	var ne net.Error
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &oe) && oe.Op == "dial":
+		if oe.Timeout() {
+			return "ConnectTimeout"
+		}
+		return "ConnectError"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "ReadTimeout"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "RemoteProtocolError"
+	}
+	return "ProxyError"
+}
+
+func (g *Gateway) serveSvc(w http.ResponseWriter, r *http.Request) {
+	g.serveProxy(w, r, "/svc/", g.proxies, false)
+}
+
+func (g *Gateway) serveWebsite(w http.ResponseWriter, r *http.Request) {
+	g.serveProxy(w, r, "/website/", g.websites, true)
+}
+
+// serveProxy routes /svc/{service}/{path...} and /website/{service}[/...]
+// on the raw request-target so encoded segments reach the upstream intact.
+func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, prefix string, ups map[string]*upstreamProxy, bareOK bool) {
+	target := r.RequestURI
+	if target == "" || strings.HasPrefix(target, "http://") || strings.HasPrefix(target, "https://") {
+		target = r.URL.RequestURI()
+	}
+	rawPath, query, _ := strings.Cut(target, "?")
+	if !strings.HasPrefix(rawPath, prefix) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found"})
+		return
+	}
+	rest := rawPath[len(prefix):]
+	svcRaw, remainder, hasSlash := strings.Cut(rest, "/")
+	if strings.Contains(strings.ToLower(svcRaw), "%2f") {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": fmt.Sprintf("cannot route request-target %s: percent-encoded slash in the route prefix", target)})
+		return
+	}
+	svc, err := url.PathUnescape(svcRaw)
+	if err != nil || svc == "" {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Unknown service: " + svcRaw})
+		return
+	}
+	if !hasSlash && !bareOK {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Not Found"})
+		return
+	}
+	p, ok := ups[svc]
+	if !ok {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "Unknown service: " + svc})
+		return
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch, http.MethodHead:
+	default:
+		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed"})
+		return
+	}
+	t := &proxyTarget{query: query, role: requestRole(r)}
+	if hasSlash {
+		t.rest = "/" + remainder
+	}
+	if p.isMCP && r.Method == http.MethodPost && isMCPPath(t.rest) {
+		if !g.rewriteMCPBody(w, r, t.role) {
+			return
+		}
+	}
+	r = r.WithContext(context.WithValue(r.Context(), proxyCtxKey{}, t))
+	p.proxy.ServeHTTP(w, r)
+}
+
+// isMCPPath reports whether the dot-normalised raw path is /mcp or below.
+func isMCPPath(raw string) bool {
+	dec, err := url.PathUnescape(raw)
+	if err != nil {
+		dec = raw
+	}
+	clean := path.Clean("/" + dec)
+	return clean == "/mcp" || strings.HasPrefix(clean, "/mcp/")
+}
+
+// rewriteMCPBody stamps the gateway's role into every JSON-RPC request of a
+// proxied MCP POST (single or batch) and drops any forged session key. The
+// body is buffered within the control-route limit; unparsable or
+// param-less bodies pass unchanged. It reports false when it answered.
+func (g *Gateway) rewriteMCPBody(w http.ResponseWriter, r *http.Request, role string) bool {
+	body, err := g.readBody(w, r)
+	if errors.Is(err, errBodyTooLarge) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "request body too large"})
+		return false
+	}
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "cannot read request body"})
+		return false
+	}
+	if nb, ok := stampRole(body, role); ok {
+		body = nb
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Del("Content-Length")
+	return true
+}
+
+func stampRole(body []byte, role string) ([]byte, bool) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 {
+		return nil, false
+	}
+	if t[0] == '[' {
+		var items []json.RawMessage
+		if json.Unmarshal(t, &items) != nil {
+			return nil, false
+		}
+		changed := false
+		for i, it := range items {
+			if nb, ok := stampOne(it, role); ok {
+				items[i] = nb
+				changed = true
+			}
+		}
+		if !changed {
+			return nil, false
+		}
+		return marshalNoEscape(items), true
+	}
+	return stampOne(t, role)
+}
+
+func stampOne(msg []byte, role string) ([]byte, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(msg, &m) != nil || m == nil {
+		return nil, false
+	}
+	params, ok := m["params"]
+	if !ok {
+		return nil, false
+	}
+	var p map[string]json.RawMessage
+	if json.Unmarshal(params, &p) != nil || p == nil {
+		return nil, false
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := p["_meta"]; ok {
+		_ = json.Unmarshal(raw, &meta)
+		if meta == nil {
+			meta = map[string]json.RawMessage{}
+		}
+	}
+	meta[protocol.MetaRole] = jsonString(role)
+	delete(meta, protocol.MetaSession)
+	p["_meta"] = marshalNoEscape(meta)
+	m["params"] = marshalNoEscape(p)
+	return marshalNoEscape(m), true
+}
+
+func marshalNoEscape(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimRight(b.Bytes(), "\n")
+}

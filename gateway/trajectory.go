@@ -1,0 +1,326 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentenv/agentenv/protocol"
+)
+
+// field is one payload field of a trajectory event, value already JSON.
+type field struct {
+	key   string
+	value json.RawMessage
+}
+
+// trajectory is the env trajectory (gateway.md §7.7): an append-only JSONL
+// file fed by one writer goroutine. emit assigns the id and queues the line
+// under one lock, so file order equals id order, and never blocks on I/O.
+// Each write carries only complete lines, so no reader sees a torn line
+// once it stops at the last newline.
+type trajectory struct {
+	path  string
+	log   *slog.Logger
+	now   func() time.Time
+	vtime func() (time.Time, bool)
+
+	mu      sync.Mutex
+	next    int64 // next event number
+	queue   [][]byte
+	queued  int64 // events queued so far (by number)
+	written int64 // last event number written
+	wake    chan struct{}
+	flushed *sync.Cond
+	closed  bool
+	file    *os.File
+	openErr error
+	done    chan struct{}
+}
+
+// maxQueuedEvents bounds memory if the disk stalls; beyond it events are
+// dropped (and logged) rather than blocking a tool call.
+const maxQueuedEvents = 100000
+
+func openTrajectory(path string, log *slog.Logger, vtime func() (time.Time, bool)) *trajectory {
+	t := &trajectory{path: path, log: log, now: time.Now, vtime: vtime, next: 1, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	t.flushed = sync.NewCond(&t.mu)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.openErr = err
+	} else if f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_RDWR, 0o644); err != nil {
+		t.openErr = err
+	} else {
+		t.file = f
+		t.next = lastEventNumber(f) + 1
+	}
+	if t.openErr != nil {
+		log.Error("trajectory file unavailable; events are dropped", "path", path, "err", t.openErr)
+	}
+	t.written = t.next - 1
+	t.queued = t.next - 1
+	go t.run()
+	return t
+}
+
+// lastEventNumber finds the event_<n> of the file's last complete line, so
+// ids continue across restarts.
+func lastEventNumber(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return 0
+	}
+	size := st.Size()
+	const chunk = 64 << 10
+	start := size - chunk
+	if start < 0 {
+		start = 0
+	}
+	buf := make([]byte, size-start)
+	if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+		return 0
+	}
+	end := bytes.LastIndexByte(buf, '\n')
+	if end < 0 {
+		return 0
+	}
+	lines := bytes.Split(buf[:end], []byte{'\n'})
+	for i := len(lines) - 1; i >= 0; i-- {
+		var ev struct {
+			ID string `json:"event_id"`
+		}
+		if json.Unmarshal(lines[i], &ev) != nil {
+			continue
+		}
+		if n, err := strconv.ParseInt(strings.TrimPrefix(ev.ID, "event_"), 10, 64); err == nil && strings.HasPrefix(ev.ID, "event_") {
+			return n
+		}
+	}
+	return 0
+}
+
+// emit queues one event and returns its id. Base fields come first, in
+// the spec's order; virtual_time is absent while the clock is unarmed.
+func (t *trajectory) emit(eventType string, fields ...field) string {
+	ts := t.now().UTC()
+	var vt string
+	if t.vtime != nil {
+		if v, ok := t.vtime(); ok {
+			vt = formatVirtual(v)
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	id := "event_" + strconv.FormatInt(t.next, 10)
+	t.next++
+	if t.closed || t.file == nil {
+		return id
+	}
+	if len(t.queue) >= maxQueuedEvents {
+		t.log.Error("trajectory queue full; event dropped", "event_id", id)
+		return id
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"event_type":`)
+	b.Write(jsonString(eventType))
+	b.WriteString(`,"event_id":`)
+	b.Write(jsonString(id))
+	b.WriteString(`,"timestamp_utc":`)
+	b.Write(jsonString(formatTimestamp(ts)))
+	if vt != "" {
+		b.WriteString(`,"virtual_time":`)
+		b.Write(jsonString(vt))
+	}
+	for _, f := range fields {
+		b.WriteByte(',')
+		b.Write(jsonString(f.key))
+		b.WriteByte(':')
+		b.Write(compactOrRaw(f.value))
+	}
+	b.WriteString("}\n")
+	t.queue = append(t.queue, b.Bytes())
+	t.queued = t.next - 1
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	return id
+}
+
+// Emit writes an event built by another component (the trigger engine):
+// payload is a JSON object whose fields follow the base fields in order.
+// It returns the assigned event id.
+func (t *trajectory) Emit(eventType string, payload json.RawMessage) string {
+	var fields []field
+	if len(payload) > 0 {
+		fs, err := orderedFields(payload)
+		if err != nil {
+			t.log.Error("trajectory payload is not a JSON object; event written without it", "event_type", eventType, "err", err)
+		}
+		for _, f := range fs {
+			if f.key == "event_type" || f.key == "event_id" || f.key == "timestamp_utc" || f.key == "virtual_time" {
+				continue
+			}
+			fields = append(fields, field{f.key, f.value})
+		}
+	}
+	return t.emit(eventType, fields...)
+}
+
+func (t *trajectory) run() {
+	defer close(t.done)
+	for {
+		t.mu.Lock()
+		for len(t.queue) == 0 && !t.closed {
+			t.mu.Unlock()
+			<-t.wake
+			t.mu.Lock()
+		}
+		batch := t.queue
+		upto := t.queued
+		t.queue = nil
+		closed := t.closed
+		t.mu.Unlock()
+		if len(batch) > 0 {
+			buf := bytes.Join(batch, nil)
+			if _, err := t.file.Write(buf); err != nil {
+				t.log.Error("trajectory write failed", "err", err, "events", len(batch))
+			}
+		}
+		t.mu.Lock()
+		t.written = upto
+		t.flushed.Broadcast()
+		t.mu.Unlock()
+		if closed {
+			t.mu.Lock()
+			rest := len(t.queue)
+			t.mu.Unlock()
+			if rest == 0 {
+				return
+			}
+		}
+	}
+}
+
+// flush waits until every event emitted before the call is on disk, or the
+// context ends.
+func (t *trajectory) flush(ctx context.Context) {
+	t.mu.Lock()
+	target := t.queued
+	t.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		t.mu.Lock()
+		for t.written < target && ctx.Err() == nil && !t.closed {
+			t.flushed.Wait()
+		}
+		t.mu.Unlock()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t.mu.Lock()
+		t.flushed.Broadcast()
+		t.mu.Unlock()
+	}
+}
+
+// close drains the queue and closes the file.
+func (t *trajectory) close() {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.closed = true
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+	<-t.done
+	if t.file != nil {
+		_ = t.file.Close()
+	}
+}
+
+// serve answers GET /trajectory: exactly X-Trajectory-Total-Bytes bytes,
+// up to the last complete line at open time, streamed in chunks. Query
+// parameters are ignored.
+func (t *trajectory) serve(w http.ResponseWriter, r *http.Request) {
+	fctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	t.flush(fctx)
+	cancel()
+	f, err := os.Open(t.path)
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "trajectory file unavailable: " + err.Error()})
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		writeJSON(w, http.StatusNotFound, map[string]any{"ok": false, "error": "trajectory file unavailable: " + err.Error()})
+		return
+	}
+	n := completeLength(f, st.Size())
+	w.Header().Set("Content-Type", protocol.TrajectoryContentType)
+	w.Header().Set(protocol.HeaderTrajectoryTotalBytes, strconv.FormatInt(n, 10))
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		return
+	}
+	if _, err := io.CopyN(w, f, n); err != nil {
+		t.log.Debug("trajectory stream cut", "err", err)
+	}
+}
+
+// completeLength returns the offset just after the last newline at or
+// before size.
+func completeLength(f *os.File, size int64) int64 {
+	const chunk = 64 << 10
+	for end := size; end > 0; {
+		start := end - chunk
+		if start < 0 {
+			start = 0
+		}
+		buf := make([]byte, end-start)
+		if _, err := f.ReadAt(buf, start); err != nil && err != io.EOF {
+			return 0
+		}
+		if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+			return start + int64(i) + 1
+		}
+		end = start
+	}
+	return 0
+}
+
+// formatTimestamp is ISO 8601 with "+00:00" and microseconds when non-zero
+// (Python's datetime.isoformat()).
+func formatTimestamp(t time.Time) string {
+	t = t.UTC()
+	if us := t.Nanosecond() / 1000; us != 0 {
+		return t.Format("2006-01-02T15:04:05") + fmt.Sprintf(".%06d", us) + "+00:00"
+	}
+	return t.Format("2006-01-02T15:04:05") + "+00:00"
+}
+
+// formatVirtual is UTC with "Z", microseconds only when non-zero.
+func formatVirtual(t time.Time) string {
+	t = t.UTC()
+	if us := t.Nanosecond() / 1000; us != 0 {
+		return t.Format("2006-01-02T15:04:05") + fmt.Sprintf(".%06dZ", us)
+	}
+	return t.Format("2006-01-02T15:04:05Z")
+}
