@@ -2,11 +2,14 @@ package runner
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/agentenv/agentenv/registry/redact"
@@ -505,4 +508,67 @@ func deepCopy(v any) any {
 		return l
 	}
 	return v
+}
+
+// RandomHex returns 2n hex characters from crypto/rand (default ids such
+// as verifier_id and prompt_id).
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// EntrySandboxID finds the sandbox_id of the entry named name under key
+// ("deployed_agents" by "agent_name", "deployed_envs" by "env_id").
+func (rc *RunContext) EntrySandboxID(listKey, nameField, name string) (string, error) {
+	rc.st.mu.Lock()
+	list, _ := rc.st.doc[listKey].([]any)
+	var known []string
+	id := ""
+	found := false
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		n, _ := m[nameField].(string)
+		if n == name {
+			id, _ = m["sandbox_id"].(string)
+			found = true
+		}
+		known = append(known, n)
+	}
+	rc.st.mu.Unlock()
+	if !found {
+		kind := strings.TrimSuffix(strings.TrimPrefix(listKey, "deployed_"), "s")
+		return "", &NameError{Kind: kind, Name: name, Known: known, Err: ErrUnknownName}
+	}
+	return id, nil
+}
+
+// SandboxByID returns the live sandbox with that id, reconnecting through a
+// recorded handle when needed.
+func (rc *RunContext) SandboxByID(ctx context.Context, id string) (sandbox.Sandbox, error) {
+	rc.st.mu.Lock()
+	sb, ok := rc.st.live[id]
+	torn := rc.st.torn[id]
+	rc.st.mu.Unlock()
+	if torn {
+		return nil, fmt.Errorf("sandbox %s was torn down: %w", id, sandbox.ErrTerminated)
+	}
+	if ok {
+		return sb, nil
+	}
+	for _, ds := range rc.Sandboxes() {
+		if ds.SandboxID == id {
+			_, sb, err := rc.Sandbox(ctx, ds.SandboxName)
+			return sb, err
+		}
+	}
+	return nil, &NameError{Kind: "sandbox id", Name: id, Err: ErrUnknownName}
+}
+
+// HoldSandbox keeps a live handle for a sandbox deployed by another kind of
+// step (an env or agent host), so that teardown terminates it.
+func (rc *RunContext) HoldSandbox(sb sandbox.Sandbox) {
+	rc.st.mu.Lock()
+	rc.st.live[sb.ID()] = sb
+	rc.st.mu.Unlock()
 }

@@ -1,0 +1,27 @@
+// Package steps lists the built-in step types. Each type is one package
+// under runner/steps/ (a config struct with JSON tags, Validate, Run and
+// its entity references) and one line below, so the whole set reads in
+// one place and tests can build registries of their own.
+package steps
+
+import (
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
+	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
+	"github.com/agentenv/agentenv/runner/steps/loadartifact"
+	"github.com/agentenv/agentenv/runner/steps/promptverifier"
+	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
+	"github.com/agentenv/agentenv/runner/steps/verifysandbox"
+)
+
+// Builtin returns a fresh registry holding every built-in step type.
+func Builtin() *runner.StepRegistry {
+	r := runner.NewStepRegistry()
+	r.Register(deploysandbox.StepInfo())
+	r.Register(loadartifact.StepInfo())
+	r.Register(verifysandbox.StepInfo())
+	r.Register(promptverifier.StepInfo())
+	r.Register(aggregateverifiers.StepInfo())
+	r.Register(teardownsandboxes.StepInfo())
+	return r
+}

@@ -1,0 +1,420 @@
+// Package loadartifact is the load_artifact step: copy the files of stored
+// artifacts (file, file_artifact_universe) or of URLs into a sandbox of the
+// run (runner.md §7, §11).
+//
+// Phase 1 loads into sandboxes (sandbox_name, and the host sandbox of a
+// deployed agent or env by agent_name / env_id). Environment artifacts into
+// a running env (data/reset + data/add through the gateway) and
+// container_name targets come with the env and Docker steps.
+package loadartifact
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/sandbox"
+)
+
+// Type is the step type name.
+const Type = "load_artifact"
+
+// StepInfo registers the step.
+func StepInfo() runner.StepInfo {
+	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
+}
+
+// ArtifactRef is one {id, version} of "artifacts".
+type ArtifactRef struct {
+	ID      string `json:"id"`
+	Version *int   `json:"version,omitempty"`
+}
+
+// URLSource is one "urls" entry: a string or {url, filename}.
+type URLSource struct {
+	URL      string `json:"url"`
+	Filename string `json:"filename,omitempty"`
+}
+
+// UnmarshalJSON accepts a bare string.
+func (u *URLSource) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		u.URL = s
+		return nil
+	}
+	type plain URLSource
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("a url entry is a string or {url, filename}")
+	}
+	*u = URLSource(p)
+	return nil
+}
+
+// Config is the step's fields.
+type Config struct {
+	ArtifactID         string        `json:"artifact_id,omitempty"`
+	ArtifactVersion    *int          `json:"artifact_version,omitempty"`
+	Artifacts          []ArtifactRef `json:"artifacts,omitempty"`
+	URLs               []URLSource   `json:"urls,omitempty"`
+	ArtifactFromStepID string        `json:"artifact_from_step_id,omitempty"`
+
+	EnvID         string `json:"env_id,omitempty"`
+	EnvStepID     string `json:"env_step_id,omitempty"`
+	AgentName     string `json:"agent_name,omitempty"`
+	SandboxName   string `json:"sandbox_name,omitempty"`
+	ContainerName string `json:"container_name,omitempty"`
+
+	DestinationPath   string `json:"destination_path,omitempty"`
+	SnapshotAfterLoad bool   `json:"snapshot_after_load,omitempty"`
+}
+
+var (
+	_ runner.Step         = (*Config)(nil)
+	_ runner.Validator    = (*Config)(nil)
+	_ runner.EntityRefser = (*Config)(nil)
+	_ runner.Preflighter  = (*Config)(nil)
+)
+
+// EntityRefs implements runner.EntityRefser.
+func (c *Config) EntityRefs() []runner.EntityRef {
+	return []runner.EntityRef{
+		{Field: "artifact_id", Collection: string(registry.Artifacts), VersionField: "artifact_version"},
+		{Field: "artifacts", Collection: string(registry.Artifacts), List: true, ListKey: "id", VersionField: "version"},
+		{Field: "env_id", Collection: string(registry.Envs)},
+	}
+}
+
+// Validate implements runner.Validator: exactly one source and one target.
+func (c *Config) Validate() error {
+	sources := 0
+	for _, set := range []bool{c.ArtifactID != "", len(c.Artifacts) > 0, len(c.URLs) > 0, c.ArtifactFromStepID != ""} {
+		if set {
+			sources++
+		}
+	}
+	if sources == 0 {
+		return runner.Invalid("artifact_id", "a source is required: artifact_id, artifacts, urls or artifact_from_step_id")
+	}
+	if sources > 1 {
+		return runner.Invalid("artifact_id", "give exactly one of artifact_id, artifacts, urls, artifact_from_step_id")
+	}
+	if c.ArtifactVersion != nil && c.ArtifactID == "" {
+		return runner.Invalid("artifact_version", "needs artifact_id")
+	}
+	for i, a := range c.Artifacts {
+		if a.ID == "" {
+			return runner.Invalid("artifacts", "entry %d lacks id", i)
+		}
+	}
+	for i, u := range c.URLs {
+		if err := checkURL(u.URL); err != nil {
+			return runner.Invalid("urls", "entry %d: %v", i, err)
+		}
+	}
+	targets := 0
+	for _, set := range []bool{c.EnvID != "", c.AgentName != "", c.SandboxName != ""} {
+		if set {
+			targets++
+		}
+	}
+	if targets == 0 {
+		return runner.Invalid("sandbox_name", "a target is required: env_id, agent_name or sandbox_name")
+	}
+	if targets > 1 {
+		return runner.Invalid("sandbox_name", "give exactly one of env_id, agent_name, sandbox_name")
+	}
+	if c.ContainerName != "" && c.SandboxName == "" {
+		return runner.Invalid("container_name", "needs sandbox_name")
+	}
+	if c.DestinationPath != "" && !path.IsAbs(c.DestinationPath) {
+		return runner.Invalid("destination_path", "must be an absolute path, got %q", c.DestinationPath)
+	}
+	return nil
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", raw)
+	}
+	return nil
+}
+
+// Preflight implements runner.Preflighter: the artifacts exist.
+func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
+	if s.Documents == nil {
+		return nil
+	}
+	var errs []error
+	for _, ref := range c.refs() {
+		if _, err := s.Documents.Get(ctx, registry.Artifacts, ref); err != nil {
+			errs = append(errs, fmt.Errorf("load_artifact: %w", err))
+		}
+	}
+	return errs
+}
+
+func (c *Config) refs() []registry.Ref {
+	var out []registry.Ref
+	if c.ArtifactID != "" {
+		r := registry.Ref{ID: c.ArtifactID}
+		if c.ArtifactVersion != nil {
+			r.Version = *c.ArtifactVersion
+		}
+		out = append(out, r)
+	}
+	for _, a := range c.Artifacts {
+		r := registry.Ref{ID: a.ID}
+		if a.Version != nil {
+			r.Version = *a.Version
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// withStepParams applies user_overrides.step_params (artifacts,
+// artifact_id, urls, destination_path).
+func (c *Config) withStepParams(p map[string]any) (*Config, error) {
+	if len(p) == 0 {
+		return c, nil
+	}
+	cp := *c
+	for k, v := range p {
+		b, _ := json.Marshal(v)
+		var err error
+		switch k {
+		case "artifacts":
+			cp.ArtifactID, cp.ArtifactVersion, cp.URLs = "", nil, nil
+			err = json.Unmarshal(b, &cp.Artifacts)
+		case "artifact_id":
+			cp.Artifacts, cp.URLs, cp.ArtifactVersion = nil, nil, nil
+			err = json.Unmarshal(b, &cp.ArtifactID)
+		case "urls":
+			cp.ArtifactID, cp.ArtifactVersion, cp.Artifacts = "", nil, nil
+			err = json.Unmarshal(b, &cp.URLs)
+		case "destination_path":
+			err = json.Unmarshal(b, &cp.DestinationPath)
+		default:
+			err = fmt.Errorf("load_artifact does not take step_params %q", k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("user_overrides.step_params: %s: %w", k, err)
+		}
+	}
+	return &cp, cp.Validate()
+}
+
+// Run implements runner.Step.
+func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
+	c, err := c.withStepParams(rc.StepParams())
+	if err != nil {
+		return err
+	}
+	if c.ContainerName != "" {
+		return fmt.Errorf("container_name %q: loading into a container needs the Docker provider: %w", c.ContainerName, sandbox.ErrNotSupported)
+	}
+	if c.ArtifactFromStepID != "" {
+		return fmt.Errorf("artifact_from_step_id: collected artifacts come with collect_artifacts, not in this build: %w", sandbox.ErrNotSupported)
+	}
+	sb, dest, err := c.target(ctx, rc)
+	if err != nil {
+		return err
+	}
+	s := rc.Services()
+	if len(c.URLs) > 0 {
+		return c.loadURLs(ctx, rc, sb, dest)
+	}
+	if s.Documents == nil || s.Objects == nil {
+		return fmt.Errorf("load_artifact needs the document and object stores: %w", runner.ErrNoStore)
+	}
+	for _, ref := range c.refs() {
+		entry, err := loadArtifact(ctx, s, ref, sb, dest)
+		if err != nil {
+			return err
+		}
+		entry["sandbox_id"] = sb.ID()
+		entry["step_id"] = rc.StepID()
+		rc.AppendMetadata("loaded_file_artifact_universes", entry)
+	}
+	return nil
+}
+
+func (c *Config) target(ctx context.Context, rc *runner.RunContext) (sandbox.Sandbox, string, error) {
+	dest := c.DestinationPath
+	switch {
+	case c.SandboxName != "":
+		_, sb, err := rc.Sandbox(ctx, c.SandboxName)
+		if err != nil {
+			return nil, "", fmt.Errorf("sandbox_name: %w", err)
+		}
+		if dest == "" {
+			dest = "/loaded"
+		}
+		return sb, dest, nil
+	case c.AgentName != "":
+		id, err := rc.EntrySandboxID(runner.KeyDeployedAgents, "agent_name", c.AgentName)
+		if err != nil {
+			return nil, "", fmt.Errorf("agent_name: %w", err)
+		}
+		sb, err := rc.SandboxByID(ctx, id)
+		if err != nil {
+			return nil, "", fmt.Errorf("agent_name %q: %w", c.AgentName, err)
+		}
+		if dest == "" {
+			dest = "/tmp/file_artifacts"
+		}
+		return sb, dest, nil
+	default:
+		id, err := rc.EntrySandboxID(runner.KeyDeployedEnvs, "env_id", c.EnvID)
+		if err != nil {
+			return nil, "", fmt.Errorf("env_id: %w", err)
+		}
+		sb, err := rc.SandboxByID(ctx, id)
+		if err != nil {
+			return nil, "", fmt.Errorf("env_id %q: %w", c.EnvID, err)
+		}
+		if dest == "" {
+			dest = "/tmp/file_artifacts"
+		}
+		return sb, dest, nil
+	}
+}
+
+// artifactDoc is the part of an artifact document loading reads
+// (runner.md §11).
+type artifactDoc struct {
+	ID               string `json:"id"`
+	Type             string `json:"type"`
+	Version          int    `json:"version"`
+	Filename         string `json:"filename"`
+	S3URL            string `json:"s3_url"`
+	ObjectURL        string `json:"object_url"`
+	FileArtifactRefs map[string]struct {
+		ID      string `json:"id"`
+		Version int    `json:"version"`
+	} `json:"file_artifact_refs"`
+	FileArtifactIDs map[string]string `json:"file_artifact_ids"`
+}
+
+func getArtifact(ctx context.Context, s *runner.Services, ref registry.Ref) (artifactDoc, error) {
+	d, err := s.Documents.Get(ctx, registry.Artifacts, ref)
+	if err != nil {
+		return artifactDoc{}, err
+	}
+	var a artifactDoc
+	if err := d.Decode(&a); err != nil {
+		return a, fmt.Errorf("artifact %s: %w", ref, err)
+	}
+	a.ID, a.Version = d.ID, d.Version
+	return a, nil
+}
+
+func loadArtifact(ctx context.Context, s *runner.Services, ref registry.Ref, sb sandbox.Sandbox, dest string) (map[string]any, error) {
+	a, err := getArtifact(ctx, s, ref)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	switch a.Type {
+	case "file":
+		if err := copyFile(ctx, s, a, sb, path.Join(dest, a.Filename)); err != nil {
+			return nil, err
+		}
+		files = append(files, a.Filename)
+	case "file_artifact_universe":
+		names := make([]string, 0, len(a.FileArtifactRefs)+len(a.FileArtifactIDs))
+		refs := map[string]registry.Ref{}
+		for name, r := range a.FileArtifactRefs {
+			refs[name] = registry.Ref{ID: r.ID, Version: r.Version}
+		}
+		for name, id := range a.FileArtifactIDs {
+			if _, ok := refs[name]; !ok {
+				refs[name] = registry.Ref{ID: id}
+			}
+		}
+		for name := range refs {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			clean := path.Clean("/" + name)
+			if strings.Contains(name, "..") || clean == "/" {
+				return nil, fmt.Errorf("artifact %s: member filename %q escapes the destination", a.ID, name)
+			}
+			member, err := getArtifact(ctx, s, refs[name])
+			if err != nil {
+				return nil, fmt.Errorf("artifact %s member %q: %w", a.ID, name, err)
+			}
+			if err := copyFile(ctx, s, member, sb, path.Join(dest, clean)); err != nil {
+				return nil, err
+			}
+			files = append(files, name)
+		}
+	default:
+		return nil, fmt.Errorf("artifact %s is of type %q; into a sandbox this build loads file and file_artifact_universe artifacts", a.ID, a.Type)
+	}
+	return map[string]any{"id": a.ID, "version": a.Version, "type": a.Type, "destination_path": dest, "files": files}, nil
+}
+
+func copyFile(ctx context.Context, s *runner.Services, a artifactDoc, sb sandbox.Sandbox, to string) error {
+	u := a.ObjectURL
+	if u == "" {
+		u = a.S3URL
+	}
+	if u == "" {
+		return fmt.Errorf("file artifact %s:%d has no object URL", a.ID, a.Version)
+	}
+	r, _, err := registry.OpenURL(ctx, s.Objects, u)
+	if err != nil {
+		return fmt.Errorf("file artifact %s:%d: %w", a.ID, a.Version, err)
+	}
+	defer r.Close()
+	if err := sb.WriteFile(ctx, to, r, 0o644); err != nil {
+		return fmt.Errorf("file artifact %s:%d into %s: %w", a.ID, a.Version, to, err)
+	}
+	return nil
+}
+
+func (c *Config) loadURLs(ctx context.Context, rc *runner.RunContext, sb sandbox.Sandbox, dest string) error {
+	for _, u := range c.URLs {
+		name := u.Filename
+		if name == "" {
+			pu, _ := url.Parse(u.URL)
+			name = path.Base(pu.Path)
+			if name == "" || name == "/" || name == "." {
+				name = "download"
+			}
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.URL, nil)
+		if err != nil {
+			return fmt.Errorf("urls: %w", err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return fmt.Errorf("urls: %w", err)
+		}
+		if resp.StatusCode >= 300 {
+			resp.Body.Close()
+			return fmt.Errorf("urls: GET %s: HTTP %d", u.URL, resp.StatusCode)
+		}
+		err = sb.WriteFile(ctx, path.Join(dest, path.Clean("/"+name)), io.LimitReader(resp.Body, 1<<30), 0o644)
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		rc.AppendMetadata("loaded_urls", map[string]any{"url": u.URL, "filename": name,
+			"destination_path": dest, "sandbox_id": sb.ID(), "step_id": rc.StepID()})
+	}
+	return nil
+}
