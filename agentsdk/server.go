@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,7 +122,10 @@ func New(card *Card, opts *Options) (*Server, error) {
 	rpcPath, _ := s.card.rpcPath()
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
 	mux := http.NewServeMux()
-	mux.Handle("POST "+rpcPath, s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: &s.submitted})))
+	rpc := s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: &s.submitted}))
+	mux.Handle("POST "+rpcPath, rpc)
+	// Some clients (trpc-a2a-go) always add a trailing slash.
+	mux.Handle("POST "+strings.TrimSuffix(rpcPath, "/")+"/{$}", rpc)
 	mux.HandleFunc("GET "+protocol.AgentCardPath, s.serveCard)
 	mux.HandleFunc("GET "+protocol.LegacyAgentCardPath, s.serveCard)
 	mux.HandleFunc("GET "+protocol.HealthPath, func(w http.ResponseWriter, _ *http.Request) {
