@@ -367,3 +367,14 @@ func mustJSONMap(t testing.TB, b []byte) map[string]any {
 	}
 	return m
 }
+
+// newLoopbackServer serves h on a loopback port until the test ends.
+func newLoopbackServer(t testing.TB, h http.Handler) string {
+	t.Helper()
+	hs := httptest.NewServer(h)
+	t.Cleanup(func() {
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return hs.URL
+}

@@ -18,7 +18,7 @@ func stepTool(e *toolEntry) protocol.StepTool {
 	if len(bytes.TrimSpace(t.Parameters)) == 0 || string(bytes.TrimSpace(t.Parameters)) == "null" {
 		t.Parameters = defaultParameters
 	}
-	if a := bytes.TrimSpace(e.annotations); len(a) > 0 && string(a) != "null" {
+	if a := bytes.TrimSpace(e.annotations); len(a) > 0 && string(a) != "null" && string(a) != "{}" {
 		t.Annotations = e.annotations
 	}
 	return t
@@ -105,7 +105,11 @@ func stepResult(res *ToolResult) ([]byte, error) {
 		b.Write(v)
 	}
 	var meta json.RawMessage
+	hasIsError := false
 	for _, f := range fields {
+		if f.key == "isError" {
+			hasIsError = true
+		}
 		if string(bytes.TrimSpace(f.value)) == "null" || f.key == "changelog_id" || f.key == "changelog_id_before" || f.key == "meta" {
 			continue
 		}
@@ -113,6 +117,9 @@ func stepResult(res *ToolResult) ([]byte, error) {
 			meta = f.value
 		}
 		put(f.key, f.value)
+	}
+	if !hasIsError {
+		put("isError", []byte("false"))
 	}
 	if meta != nil {
 		put("meta", meta)
