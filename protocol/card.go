@@ -111,13 +111,25 @@ func (c EnvCard) MarshalJSON() ([]byte, error) {
 	return json.Marshal(w)
 }
 
-// UnmarshalJSON accepts a card with missing or null optional fields.
+// UnmarshalJSON accepts a card with missing or null optional fields. As
+// in the reference's card model, a missing (or null or empty)
+// protocolVersion, url or preferredTransport takes its default, so that a
+// card read and served again (a gateway's children) stays well formed.
 func (c *EnvCard) UnmarshalJSON(b []byte) error {
 	var w envCardWire
 	if err := json.Unmarshal(b, &w); err != nil {
 		return err
 	}
 	*c = EnvCard(w)
+	if c.ProtocolVersion == "" {
+		c.ProtocolVersion = EnvProtocolVersion
+	}
+	if c.URL == "" {
+		c.URL = DataPlanePath
+	}
+	if c.PreferredTransport == "" {
+		c.PreferredTransport = TransportJSONRPC
+	}
 	return nil
 }
 
@@ -309,7 +321,9 @@ func (p *ExtensionParams) UnmarshalJSON(b []byte) error {
 		}
 		delete(raw, "endpoint")
 	}
-	if v, ok := raw["methods"]; ok {
+	if v, ok := raw["methods"]; ok && isNull(v) {
+		delete(raw, "methods") // null methods: none declared
+	} else if ok {
 		methods, err := decodeOrderedObject(v)
 		if err != nil {
 			return fmt.Errorf("methods: %w", err)

@@ -89,7 +89,7 @@ func DecodeRequest(body []byte) (*Request, *Error) {
 	if err := json.Unmarshal(w.JSONRPC, &req.JSONRPC); err != nil || req.JSONRPC != "2.0" {
 		return req, NewInvalidRequest("")
 	}
-	if len(w.Method) == 0 || json.Unmarshal(w.Method, &req.Method) != nil {
+	if len(w.Method) == 0 || isNull(w.Method) || json.Unmarshal(w.Method, &req.Method) != nil {
 		return req, NewInvalidRequest("")
 	}
 	if len(req.Params) == 0 || isNull(req.Params) {
