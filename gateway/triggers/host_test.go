@@ -130,3 +130,9 @@ func (h *testHost) trajectory(typ string) []string {
 }
 
 var _ Host = (*testHost)(nil)
+
+func (h *testHost) numCalls() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.calls)
+}
