@@ -19,18 +19,18 @@ func TestRender(t *testing.T) {
 	cc := &callCtx{args: gv(`{"title":"Hi","n":3,"tags":["a","b"],"nested":{"x":[10,{"y":"deep"}]}}`), result: gv(`{"id":"T-9","items":[1,2]}`)}
 	bindings := map[string]any{"folder": "f2", "count": json.Number("12"), "obj": gv(`{"a":1}`)}
 	cases := []struct{ in, want string }{
-		{`{"a":"${args.n}"}`, `{"a":3}`},                                  // whole: raw value
-		{`{"a":"${args.tags}"}`, `{"a":["a","b"]}`},                       // lists too
-		{`{"a":"${result.items[*]}"}`, `{"a":[1,2]}`},                     // [*] = the list itself
-		{`{"a":"${args.nested.x[1].y}"}`, `{"a":"deep"}`},                 // indexes
+		{`{"a":"${args.n}"}`, `{"a":3}`},                  // whole: raw value
+		{`{"a":"${args.tags}"}`, `{"a":["a","b"]}`},       // lists too
+		{`{"a":"${result.items[*]}"}`, `{"a":[1,2]}`},     // [*] = the list itself
+		{`{"a":"${args.nested.x[1].y}"}`, `{"a":"deep"}`}, // indexes
 		{`{"a":"${args}"}`, `{"a":{"n":3,"nested":{"x":[10,{"y":"deep"}]},"tags":["a","b"],"title":"Hi"}}`},
 		{`{"a":"n=${args.n} t=${args.tags}"}`, `{"a":"n=3 t=[\"a\", \"b\"]"}`}, // embedded: JSON, Python separators
-		{`{"a":"${count}"}`, `{"a":"12"}`},                                // binding: string form
+		{`{"a":"${count}"}`, `{"a":"12"}`},                                     // binding: string form
 		{`{"a":"${obj}"}`, `{"a":"{\"a\":1}"}`},
 		{`{"a":"${folder}/${count}"}`, `{"a":"f2/12"}`},
-		{`{"a":"${result.nope?}","b":1}`, `{"b":1}`},                      // optional whole: key dropped
-		{`{"a":["${result.nope?}",2]}`, `{"a":[2]}`},                      // element dropped
-		{`{"a":"x${result.nope?}y"}`, `{"a":"xy"}`},                       // optional embedded: empty
+		{`{"a":"${result.nope?}","b":1}`, `{"b":1}`},                                         // optional whole: key dropped
+		{`{"a":["${result.nope?}",2]}`, `{"a":[2]}`},                                         // element dropped
+		{`{"a":"x${result.nope?}y"}`, `{"a":"xy"}`},                                          // optional embedded: empty
 		{`{"a":"${HOME}","b":"$HOME ${unknown}"}`, `{"a":"${HOME}","b":"$HOME ${unknown}"}`}, // unknown bare names stay
 	}
 	for _, c := range cases {

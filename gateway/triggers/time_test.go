@@ -117,7 +117,7 @@ func TestCatchUpOnWatchedCallAndCap(t *testing.T) {
 		h.text("work", "ok")
 		clk.Arm(t0, 3600)
 		register(t, e, timeTrigger("hourly", `"every":"PT1H"`))
-		time.Sleep(3500 * time.Millisecond) // no driver: only calls evaluate
+		time.Sleep(3500 * time.Millisecond)                                                           // no driver: only calls evaluate
 		e.AfterToolCall(context.Background(), ToolCall{Role: "default", Tool: "work", IsError: true}) // errored calls still tick
 		synctest.Wait()
 		det := eventsOf(e, "detected")
@@ -294,4 +294,3 @@ func TestSaturatedMarkRetires(t *testing.T) {
 		}
 	})
 }
-
