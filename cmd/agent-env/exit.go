@@ -1,0 +1,73 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"syscall"
+)
+
+// Exit codes (runner.md §13).
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitInterrupted = 130 // SIGINT (Ctrl-C)
+	exitTerminated  = 143 // SIGTERM
+)
+
+// interrupted is the cancellation cause of a signal; its message is what
+// cancelled task instances record.
+type interrupted struct {
+	code int
+	msg  string
+}
+
+func (e *interrupted) Error() string { return e.msg }
+
+func interruptFor(s os.Signal) error {
+	if s == syscall.SIGTERM {
+		return &interrupted{code: exitTerminated, msg: "cancelled by SIGTERM"}
+	}
+	return &interrupted{code: exitInterrupted, msg: "cancelled by Ctrl-C"}
+}
+
+func exitCodeFor(s os.Signal) int {
+	if s == syscall.SIGTERM {
+		return exitTerminated
+	}
+	return exitInterrupted
+}
+
+// errSilent is returned by commands that already printed their outcome
+// and only need a non-zero exit.
+var errSilent = errors.New("failed")
+
+// execute runs the CLI and returns the process exit code. Errors print
+// as one "Error: ..." line on stderr.
+func execute(ctx context.Context, args []string, d *deps) int {
+	root := newRootCmd(d)
+	root.SetArgs(args)
+	root.SetOut(d.stdout)
+	root.SetErr(d.stderr)
+	err := root.ExecuteContext(ctx)
+	return report(ctx, err, d.stderr)
+}
+
+func report(ctx context.Context, err error, stderr io.Writer) int {
+	if err == nil {
+		return exitOK
+	}
+	var intr *interrupted
+	if errors.As(err, &intr) {
+		return intr.code
+	}
+	if cause := context.Cause(ctx); errors.As(cause, &intr) {
+		return intr.code
+	}
+	if !errors.Is(err, errSilent) {
+		fmt.Fprintf(stderr, "Error: %v\n", err)
+	}
+	return exitError
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/bundle"
+	"github.com/agentenv/agentenv/runner/steps"
+)
+
+type runRequest struct {
+	tasks, evals   []string
+	model, sandbox string
+	keep, dryRun   bool
+}
+
+func newRunCmd(d *deps) *cobra.Command {
+	var req runRequest
+	cmd := &cobra.Command{
+		Use:   "run [BUNDLE]",
+		Short: "Run a bundle's tasks (try: agent-env run hello)",
+		Long: "Run the tasks of a bundle: an installed bundle name (hello) or a folder.\n" +
+			"Without an argument, list the installed bundles.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return listBundles(d)
+			}
+			return runBundle(cmd.Context(), d, args[0], req)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&req.tasks, "task", nil, "run only this task (repeatable)")
+	f.StringArrayVar(&req.evals, "eval", nil, "run only this eval (repeatable)")
+	f.StringVar(&req.model, "model", "", "agent model for this run")
+	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
+	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
+	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
+	return cmd
+}
+
+func listBundles(d *deps) error {
+	all, err := bundle.Installed(d.bundles)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")
+	for _, b := range all {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, b.Package, b.Contents(), b.Description)
+		fmt.Fprintf(tw, "  %s\t\t\t\n", b.Dir)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(d.stdout, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.")
+	return nil
+}
+
+func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
+	if len(req.evals) > 0 {
+		return errors.New("--eval: evals are not supported by this build yet; select tasks with --task")
+	}
+	b, err := bundle.Locate(arg, d.bundles)
+	if err != nil {
+		return err
+	}
+	st, err := d.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	bst := bundle.Stores{Documents: st.local, Objects: st.objects, LockDir: lockDir(st), FixturePrefix: d.getenv("AGENT_ENV_FIXTURE_PREFIX")}
+	if req.dryRun {
+		var lines strings.Builder
+		m, err := bundle.Materialise(ctx, b, bst, r.Steps(), &lines, &bundle.MaterialiseOptions{DryRun: true})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(d.stdout, "Store refs:")
+		for _, e := range append(append([]bundle.Entity{}, m.Artifacts...), taskEntities(m)...) {
+			fmt.Fprintf(d.stdout, "  %s -> %s:%d (%s)\n", e.Path, e.ID, e.Version, e.Status)
+		}
+		fmt.Fprintln(d.stdout, "Would run:")
+		for _, t := range m.Tasks {
+			if len(req.tasks) == 0 || contains(req.tasks, t.Name) {
+				fmt.Fprintf(d.stdout, "  %s (%d steps)\n", t.File, len(t.Task.Steps))
+			}
+		}
+		return nil
+	}
+	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), d.stdout, nil)
+	if err != nil {
+		return err
+	}
+	rep, err := bundle.Run(ctx, r, d.services(st, st.local), m, &bundle.RunOptions{
+		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
+		Documents: st.local, Out: d.stdout,
+	})
+	if err != nil {
+		return err
+	}
+	if req.keep && ctx.Err() == nil {
+		printKept(d, rep)
+		<-ctx.Done()
+		n, terr := rep.Teardown(context.WithoutCancel(ctx))
+		fmt.Fprintf(d.stdout, "Tore down %d %s.\n", n, plural(n, "sandbox", "sandboxes"))
+		if terr != nil {
+			return terr
+		}
+		if !rep.Failed() {
+			return nil
+		}
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if rep.Failed() {
+		return errSilent
+	}
+	return nil
+}
+
+func printKept(d *deps, rep *bundle.Report) {
+	fmt.Fprintln(d.stdout, "Kept:")
+	for _, rc := range rep.Contexts() {
+		for _, s := range rc.Sandboxes() {
+			fmt.Fprintf(d.stdout, "  sandbox %s: %s (%s)\n", s.SandboxName, s.SandboxID, s.SandboxType)
+			ports := make([]string, 0, len(s.TunnelURLs))
+			for p := range s.TunnelURLs {
+				ports = append(ports, p)
+			}
+			sort.Strings(ports)
+			for _, p := range ports {
+				fmt.Fprintf(d.stdout, "    port %s: %s\n", p, s.TunnelURLs[p])
+			}
+		}
+	}
+	fmt.Fprintln(d.stdout, "Press Ctrl-C to tear down.")
+}
+
+func taskEntities(m *bundle.Materialised) []bundle.Entity {
+	out := make([]bundle.Entity, 0, len(m.Tasks))
+	for _, t := range m.Tasks {
+		out = append(out, t.Entity)
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, e := range list {
+		if strings.TrimSuffix(strings.TrimPrefix(e, "tasks/"), ".json") == s {
+			return true
+		}
+	}
+	return false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps"
+)
+
+func newTaskCmd(d *deps) *cobra.Command {
+	cmd := &cobra.Command{Use: "task", Short: "Create, inspect and run tasks"}
+	cmd.AddCommand(newTaskCreateCmd(d), newTaskGetCmd(d), newTaskListCmd(d), newTaskValidateCmd(d),
+		newTaskGetInstanceCmd(d), newTaskRunCmd(d))
+	return cmd
+}
+
+func newTaskCreateCmd(d *deps) *cobra.Command {
+	var id string
+	var skip bool
+	cmd := &cobra.Command{
+		Use:     "create FILE",
+		Aliases: []string{"put"},
+		Short:   "Store a task from a JSON array of steps",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			fmt.Fprintf(d.stdout, "Reading steps from %s...\n", args[0])
+			data, err := os.ReadFile(args[0])
+			if err != nil {
+				return err
+			}
+			st, err := d.openStores(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+			docs := st.docsFor(id)
+			var n int
+			t, err := r.CreateTask(ctx, docs, d.services(st, docs), id, data, &runner.CreateTaskOptions{
+				SkipValidation: skip,
+				OnStep: func(i, total int, sd *runner.StepDef, v int) {
+					if i == 0 {
+						n = total
+					}
+					fmt.Fprintf(d.stdout, "  Step %d/%d: %s id=%s version=%d\n", i+1, total, sd.Type, sd.ID, v)
+					if i == total-1 {
+						fmt.Fprintf(d.stdout, "Creating task '%s' with %d steps...\n", id, n)
+					}
+				},
+			})
+			var pe *runner.PreflightError
+			if errors.As(err, &pe) {
+				fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(pe.Problems))
+				for _, p := range pe.Problems {
+					fmt.Fprintf(d.stdout, "  - %v\n", p)
+				}
+				fmt.Fprintln(d.stdout, "Nothing was saved. Re-run with --skip-validation to save anyway.")
+				return errSilent
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Created task: id=%s version=%d steps=%d\n", t.ID, t.Version, len(t.Steps))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().BoolVar(&skip, "skip-validation", false, "save even when preflight finds problems")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newTaskGetCmd(d *deps) *cobra.Command {
+	var id string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "Print a stored task as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := d.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			doc, err := st.docsFor(id).Get(cmd.Context(), registry.Tasks, registry.Ref{ID: id, Version: version})
+			if err != nil {
+				return err
+			}
+			return printJSON(d, doc.Data)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newTaskListCmd(d *deps) *cobra.Command {
+	var local bool
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List stored tasks (latest version of each)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := d.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			docs := st.docs
+			if local {
+				docs = st.local
+			}
+			list, err := docs.List(cmd.Context(), registry.Tasks, &registry.ListOptions{Limit: limit})
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tVERSION\tSTEPS\tCREATED (UTC)")
+			for _, doc := range list {
+				var body struct {
+					Steps []json.RawMessage `json:"steps"`
+				}
+				_ = doc.Decode(&body)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(body.Steps), registry.FormatMinute(doc.CreatedAt))
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&local, "local", false, "list the @local store (bundle tasks)")
+	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
+	return cmd
+}
+
+func newTaskValidateCmd(d *deps) *cobra.Command {
+	var id string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check a stored task (DAG rules and preflight)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := d.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			docs := st.docsFor(id)
+			r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+			t, err := r.LoadTask(cmd.Context(), docs, registry.Ref{ID: id, Version: version})
+			if err != nil {
+				return err
+			}
+			probs := runner.Preflight(cmd.Context(), t, d.services(st, docs))
+			if len(probs) == 0 {
+				fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
+				return nil
+			}
+			fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(probs))
+			for _, p := range probs {
+				fmt.Fprintf(d.stdout, "  - %v\n", p)
+			}
+			return errSilent
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newTaskGetInstanceCmd(d *deps) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "get-instance",
+		Short: "Print a task instance (a run record)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := d.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			inst, err := runner.GetInstance(cmd.Context(), st.docsFor(id), id)
+			if err != nil {
+				return err
+			}
+			completed := "-"
+			if inst.CompletedAtUTC != nil {
+				completed = *inst.CompletedAtUTC
+			}
+			w := d.stdout
+			fmt.Fprintf(w, "Instance ID: %s\n", inst.InstanceID)
+			fmt.Fprintf(w, "Task ID: %s\n", inst.TaskID)
+			fmt.Fprintf(w, "Task Version: %d\n", inst.TaskVersion)
+			fmt.Fprintf(w, "Status: %s\n", inst.Status)
+			if inst.Error != nil {
+				fmt.Fprintf(w, "Error: %s\n", *inst.Error)
+			}
+			fmt.Fprintf(w, "Progress %d/%d\n", len(inst.CompletedSteps), inst.TotalSteps)
+			fmt.Fprintf(w, "Created At (UTC): %s\n", inst.CreatedAtUTC)
+			fmt.Fprintf(w, "Completed At (UTC): %s\n", completed)
+			fmt.Fprintln(w, "Context:")
+			return printJSON(d, inst.Context)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func printJSON(d *deps, v any) error {
+	var b []byte
+	var err error
+	if raw, ok := v.(json.RawMessage); ok {
+		var anyv any
+		if err := json.Unmarshal(raw, &anyv); err != nil {
+			return err
+		}
+		v = anyv
+	}
+	b, err = json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(d.stdout, string(b))
+	return err
+}

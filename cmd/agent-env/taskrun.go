@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps"
+)
+
+type taskRunRequest struct {
+	id, outputDir, contextJSON           string
+	version, k, startStep                int
+	agentModel, agentArtifactID          string
+	litellmKey, judgeKey                 string
+	trajectoryFilter, noTrajectoryFilter bool
+	a2aAgentID, agentSandbox, envSandbox string
+	gatewayEnvID, serviceDBEnvID         string
+	envStateType, envStateInstanceID     string
+}
+
+func newTaskRunCmd(d *deps) *cobra.Command {
+	var req taskRunRequest
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a stored task (never tears down; see agent-env run for bundles)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if req.k < 1 {
+				return fmt.Errorf("--k must be at least 1, got %d", req.k)
+			}
+			if req.trajectoryFilter && req.noTrajectoryFilter {
+				return fmt.Errorf("--apply-trajectory-filter and --no-trajectory-filter exclude each other")
+			}
+			return runTask(cmd.Context(), d, req, cmd.Flags().Changed("apply-trajectory-filter") || cmd.Flags().Changed("no-trajectory-filter"))
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&req.id, "id", "", "task id (required)")
+	f.IntVar(&req.version, "version", 0, "task version (default latest)")
+	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/taskid=<id>-run<6hex>)")
+	f.IntVar(&req.k, "k", 1, "run N times concurrently (one run group)")
+	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
+	f.StringVar(&req.agentArtifactID, "agent-artifact-id", "", "agent artifact override")
+	f.IntVar(&req.startStep, "start-step", 0, "resume: treat steps before N (0-based) as done")
+	f.StringVar(&req.contextJSON, "context-json", "", "resume: the saved context to start from")
+	f.StringVar(&req.litellmKey, "litellm-api-key", "", "model API key for this run (never stored)")
+	f.StringVar(&req.judgeKey, "judge-litellm-api-key", "", "judge model API key for this run (never stored)")
+	f.BoolVar(&req.trajectoryFilter, "apply-trajectory-filter", false, "filter trajectories given to judges")
+	f.BoolVar(&req.noTrajectoryFilter, "no-trajectory-filter", false, "do not filter trajectories")
+	f.StringVar(&req.a2aAgentID, "a2a-agent-id", "", "agent id override")
+	f.StringVar(&req.agentSandbox, "agent-sandbox", "", "sandbox provider spec for agents")
+	f.StringVar(&req.envSandbox, "env-sandbox", "", "sandbox provider spec for envs")
+	f.StringVar(&req.gatewayEnvID, "gateway-env-id", "", "gateway env override")
+	f.StringVar(&req.serviceDBEnvID, "service-db-env-id", "", "service DB env override")
+	f.StringVar(&req.envStateType, "env-state-type", "", "env state provider type")
+	f.StringVar(&req.envStateInstanceID, "env-state-instance-id", "", "env state instance")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func (req taskRunRequest) overrides(filterSet bool) map[string]any {
+	uo := map[string]any{}
+	set := func(k, v string) {
+		if v != "" {
+			uo[k] = v
+		}
+	}
+	set("litellm_api_key", req.litellmKey)
+	set("judge_litellm_api_key", req.judgeKey)
+	set("a2a_agent_id", req.a2aAgentID)
+	set("agent_sandbox", req.agentSandbox)
+	set("env_sandbox", req.envSandbox)
+	set("gateway_env_id", req.gatewayEnvID)
+	set("service_db_env_id", req.serviceDBEnvID)
+	set("env_state_type", req.envStateType)
+	set("env_state_instance_id", req.envStateInstanceID)
+	if filterSet {
+		uo["apply_trajectory_filter"] = req.trajectoryFilter && !req.noTrajectoryFilter
+	}
+	return uo
+}
+
+func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) error {
+	ver := "latest"
+	if req.version > 0 {
+		ver = fmt.Sprint(req.version)
+	}
+	fmt.Fprintf(d.stdout, "Fetching task: id=%s version=%s...\n", req.id, ver)
+	initial := map[string]any{}
+	if req.contextJSON != "" {
+		b, err := os.ReadFile(req.contextJSON)
+		if err != nil {
+			return fmt.Errorf("--context-json: %w", err)
+		}
+		if err := json.Unmarshal(b, &initial); err != nil || initial == nil {
+			return fmt.Errorf("--context-json %s: not a JSON object", req.contextJSON)
+		}
+	}
+	st, err := d.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	docs := st.docsFor(req.id)
+	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	t, err := r.LoadTask(ctx, docs, registry.Ref{ID: req.id, Version: req.version})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(d.stdout, "Found task: id=%s version=%d steps=%d\n", t.ID, t.Version, len(t.Steps))
+	if req.startStep < 0 || req.startStep > len(t.Steps) {
+		return fmt.Errorf("--start-step %d: the task has %d steps", req.startStep, len(t.Steps))
+	}
+	dir := req.outputDir
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "taskid="+fileSafe(t.ID)+"-run"+runner.RandomHex(3))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--output-dir: %w", err)
+	}
+	md, _ := initial["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+	}
+	uo, _ := md["user_overrides"].(map[string]any)
+	if uo == nil {
+		uo = map[string]any{}
+	}
+	for k, v := range req.overrides(filterSet) {
+		uo[k] = v
+	}
+	md["user_overrides"] = uo
+	md["run_group_id"] = registry.RandomSuffix(32)
+	md["runner"] = "cli"
+	delete(md, "instance_id") // a resumed run mints a new instance id
+	initial["metadata"] = md
+	if req.agentModel != "" {
+		initial["agent_model"] = req.agentModel
+	}
+	if req.agentArtifactID != "" {
+		initial["agent_artifact_id"] = req.agentArtifactID
+	}
+	svc := d.services(st, docs)
+	base := runner.NewRunContext(initial, svc)
+
+	var mu sync.Mutex
+	failed := 0
+	var firstErr error
+	var wg sync.WaitGroup
+	for i := range req.k {
+		rc := base
+		if req.k > 1 {
+			rc = base.Copy()
+		}
+		w := io.Writer(d.stdout)
+		if req.k > 1 {
+			w = &prefixWriter{w: d.stdout, prefix: fmt.Sprintf("[run %d] ", i+1), mu: &mu}
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := runTaskOnce(ctx, r, t, rc, docs, req.startStep, dir, w, &mu)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	if req.k > 1 && failed > 0 {
+		fmt.Fprintf(d.stdout, "%d/%d runs completed, %d/%d failed.\n", req.k-failed, req.k, failed, req.k)
+		return errSilent
+	}
+	return firstErr
+}
+
+func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runner.RunContext, docs registry.DocumentStore,
+	start int, dir string, w io.Writer, mu *sync.Mutex) error {
+	print := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, format, args...)
+	}
+	id := registry.NewInstanceID(t.ID)
+	print("Task instance: %s\n", id)
+	res, err := r.Run(ctx, t, rc, &runner.RunOptions{
+		InstanceID: id, Documents: docs, StartStep: start,
+		OnStepStart: func(i, n int, sd *runner.StepDef) {
+			print("Running step [%d/%d]: %s (id=%s)...\n", i+1, n, sd.Type, sd.ID)
+		},
+		OnStepComplete: func(i, n int, sd *runner.StepDef, secs float64, serr error) {
+			if serr != nil {
+				print("Failed step [%d/%d]: %s (id=%s) [%.1fs]: %v\n", i+1, n, sd.Type, sd.ID, secs, serr)
+				return
+			}
+			print("Completed step [%d/%d]: %s (id=%s) [%.1fs]\n", i+1, n, sd.Type, sd.ID, secs)
+			print("%s", stepBlock(rc, sd))
+		},
+	})
+	path := filepath.Join(dir, fileSafe(t.ID)+"_"+runner.RandomHex(4)+".json")
+	b, _ := json.MarshalIndent(rc.SafeSnapshot(), "", "  ")
+	werr := os.WriteFile(path, append(b, '\n'), 0o644)
+	if err == nil && res.Status == runner.StatusCompleted {
+		print("Task completed!\n")
+	}
+	if werr == nil {
+		print("Task context written to: %s\n", path)
+	}
+	if err != nil {
+		return err
+	}
+	return werr
+}
+
+// stepBlock renders what a completed step added: sandboxes and
+// verifications.
+func stepBlock(rc *runner.RunContext, sd *runner.StepDef) string {
+	var b strings.Builder
+	for _, s := range rc.Sandboxes() {
+		if s.DeployStepID == sd.ID {
+			fmt.Fprintf(&b, "deployed-sandbox:\n  sandbox_name: %s\n  sandbox_id: %s\n  sandbox_type: %s\n  sandbox_mode: %s\n",
+				s.SandboxName, s.SandboxID, s.SandboxType, s.SandboxMode)
+		}
+	}
+	vs := rc.Verifications()
+	ids := make([]string, 0, len(vs))
+	for id := range vs {
+		if rc.VerifierOwner(id) == sd.ID {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		j, _ := json.MarshalIndent(vs[id], "", "  ")
+		fmt.Fprintf(&b, "verification (verifier_id=%s)\n%s\nscore (verifier_id=%s): %g\n", id, j, id, vs[id].Score)
+	}
+	return b.String()
+}
+
+func fileSafe(id string) string {
+	return strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(id)
+}
+
+// prefixWriter prefixes every line (the [run i] lines of --k runs). The
+// caller holds mu.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	mu     *sync.Mutex
+	mid    bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if !p.mid {
+			if _, err := io.WriteString(p.w, p.prefix); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := io.WriteString(p.w, line); err != nil {
+			return 0, err
+		}
+		p.mid = !strings.HasSuffix(line, "\n")
+	}
+	return len(b), nil
+}
