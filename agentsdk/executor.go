@@ -37,8 +37,8 @@ func (e executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q even
 		if in != nil && in.nonBlocking {
 			snap, err := deepCopyTask(submitted)
 			if err == nil {
-				s.submitted.Store(submitted.ID, snap)
-				defer s.submitted.Delete(submitted.ID)
+				// Taken by requestHandler when it answers; bounded otherwise.
+				s.submitted.put(string(submitted.ID), snap)
 			}
 		}
 		if err := q.Write(ctx, submitted); err != nil {

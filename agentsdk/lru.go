@@ -34,6 +34,19 @@ func (c *lru[V]) get(key string) (V, bool) {
 	return zero, false
 }
 
+// take removes and returns key's value.
+func (c *lru[V]) take(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok {
+		c.ll.Remove(e)
+		delete(c.m, key)
+		return e.Value.(*lruEntry[V]).val, true
+	}
+	var zero V
+	return zero, false
+}
+
 func (c *lru[V]) put(key string, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

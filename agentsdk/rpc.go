@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
@@ -246,7 +245,7 @@ func validateSendParamsInner(raw json.RawMessage) (string, []protocol.Part, *boo
 // moved on).
 type requestHandler struct {
 	a2asrv.RequestHandler
-	submitted *sync.Map // task id -> *a2a.Task snapshot written by the executor
+	submitted *lru[*a2a.Task] // task id -> snapshot of the submitted task written by the executor
 }
 
 func (h requestHandler) OnSendMessage(ctx context.Context, params *a2a.MessageSendParams) (a2a.SendMessageResult, error) {
@@ -261,8 +260,8 @@ func (h requestHandler) OnSendMessage(ctx context.Context, params *a2a.MessageSe
 			return m, nil
 		}
 		id := ev.TaskInfo().TaskID
-		if snap, ok := h.submitted.LoadAndDelete(id); ok {
-			return snap.(*a2a.Task), nil
+		if snap, ok := h.submitted.take(string(id)); ok {
+			return snap, nil
 		}
 		return h.RequestHandler.OnGetTask(ctx, &a2a.TaskQueryParams{ID: id})
 	}

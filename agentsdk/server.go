@@ -11,9 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/a2asrv"
 
 	"github.com/agentenv/agentenv/protocol"
@@ -56,7 +56,7 @@ type Server struct {
 	traj       *trajectoryStore
 	locks      contextLocks
 	sessions   *lru[string]
-	submitted  sync.Map
+	submitted  *lru[*a2a.Task]
 	extensions []*extension
 	httpClient *http.Client
 	mux        *http.ServeMux
@@ -112,6 +112,7 @@ func New(card *Card, opts *Options) (*Server, error) {
 	s.mcp = newMCPRegistry()
 	s.traj = newTrajectoryStore(max)
 	s.sessions = newLRU[string](max)
+	s.submitted = newLRU[*a2a.Task](1024)
 	h := Handler(agent.Run)
 	for _, mw := range slices.Backward(s.opts.Middleware) {
 		h = mw(h)
@@ -122,7 +123,7 @@ func New(card *Card, opts *Options) (*Server, error) {
 	rpcPath, _ := s.card.rpcPath()
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
 	mux := http.NewServeMux()
-	rpc := s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: &s.submitted}))
+	rpc := s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: s.submitted}))
 	mux.Handle("POST "+rpcPath, rpc)
 	// Some clients (trpc-a2a-go) always add a trailing slash.
 	mux.Handle("POST "+strings.TrimSuffix(rpcPath, "/")+"/{$}", rpc)

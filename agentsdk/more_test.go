@@ -1,0 +1,93 @@
+package agentsdk_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/agentenv/agentenv/agentsdk"
+	"github.com/agentenv/agentenv/agentsdk/agentsdktest"
+	"github.com/agentenv/agentenv/protocol"
+)
+
+// A config failure after the task exists is an opaque infra failure.
+func TestConfigFailureAfterTaskCreationIsOpaque(t *testing.T) {
+	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+		var wrong struct {
+			TimeoutSeconds string `json:"timeout_seconds"`
+		}
+		if err := tk.Config(&wrong); err != nil {
+			return nil, err
+		}
+		return agentsdk.Text("unreachable"), nil
+	}))
+	task, err := a.Client.Send(testCtx(t), "", "x", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := task.Trailer()
+	if task.Status.State != "failed" || tr.ErrorType != protocol.ErrorTypeInfra || tr.ErrorCode != protocol.ErrorCodeUnhandled || !corrRE.MatchString(tr.ErrorMessage) {
+		t.Fatalf("task = %s %+v", task.Status.State, tr)
+	}
+}
+
+func TestTimeoutSecondsBoundsTheRun(t *testing.T) {
+	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}))
+	if st, body := ext(t, a, "POST", protocol.AgentConfigPath, map[string]any{"timeout_seconds": 1}); st != 200 {
+		t.Fatalf("%d %s", st, body)
+	}
+	task, err := a.Client.Prompt(testCtx(t), "", "wait")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := task.Trailer(); task.Status.State != "failed" || tr.ErrorCode != "task_timeout" {
+		t.Fatalf("task = %s %+v", task.Status.State, tr)
+	}
+}
+
+func TestMiddlewareOrder(t *testing.T) {
+	tag := func(s string) agentsdk.Middleware {
+		return func(next agentsdk.Handler) agentsdk.Handler {
+			return func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+				r, err := next(ctx, tk)
+				if err == nil {
+					r.Parts[0].Text = s + "(" + r.Parts[0].Text + ")"
+				}
+				return r, err
+			}
+		}
+	}
+	a := agentsdktest.Start(t, &agentsdk.Card{Name: "mw"}, &agentsdk.Options{Logger: quiet(),
+		Agent:      agentsdk.Handler(func(context.Context, *agentsdk.Task) (*agentsdk.Result, error) { return agentsdk.Text("run"), nil }),
+		Middleware: []agentsdk.Middleware{tag("outer"), tag("inner")}})
+	task, err := a.Client.Send(testCtx(t), "", "x", true)
+	if err != nil || task.Text() != "outer(inner(run))" {
+		t.Fatalf("%+v %v", task, err)
+	}
+}
+
+// The trajectory cache keeps MaxContexts contexts; older ended ones go.
+func TestTrajectoryContextsAreBounded(t *testing.T) {
+	a := agentsdktest.Start(t, &agentsdk.Card{Name: "lru"}, &agentsdk.Options{Logger: quiet(), MaxContexts: 2,
+		Agent: agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+			_ = tk.Trajectory.Append(map[string]any{"n": tk.Text()})
+			return agentsdk.Text("ok"), nil
+		})})
+	ctx := testCtx(t)
+	for i := range 3 {
+		if _, err := a.Client.Send(ctx, fmt.Sprintf("c%d", i), "x", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st, _ := ext(t, a, "POST", protocol.AgentTrajectoryPath, map[string]any{"context_id": "c0"}); st != 404 {
+		t.Fatalf("oldest context kept: %d", st)
+	}
+	for _, c := range []string{"c1", "c2"} {
+		if st, _ := ext(t, a, "POST", protocol.AgentTrajectoryPath, map[string]any{"context_id": c}); st != 200 {
+			t.Fatalf("%s evicted: %d", c, st)
+		}
+	}
+}
