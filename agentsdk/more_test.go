@@ -2,7 +2,11 @@ package agentsdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/agentsdk"
@@ -89,5 +93,63 @@ func TestTrajectoryContextsAreBounded(t *testing.T) {
 		if st, _ := ext(t, a, "POST", protocol.AgentTrajectoryPath, map[string]any{"context_id": c}); st != 200 {
 			t.Fatalf("%s evicted: %d", c, st)
 		}
+	}
+}
+
+// A page is capped at 4 MiB but always holds at least one event.
+func TestTrajectoryPageByteBudget(t *testing.T) {
+	big := strings.Repeat("x", 3<<20)
+	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+		for range 2 {
+			if err := tk.Trajectory.Append(map[string]string{"blob": big}); err != nil {
+				return nil, err
+			}
+		}
+		return agentsdk.Text("ok"), nil
+	}))
+	task, err := a.Client.Send(testCtx(t), "", "x", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body := ext(t, a, "POST", protocol.AgentTrajectoryPath, map[string]any{"task_id": task.ID, "after": 0})
+	var page protocol.TrajectoryEventsResponse
+	if err := json.Unmarshal([]byte(body), &page); err != nil {
+		t.Fatal(err)
+	}
+	if len(page.Events) != 1 || page.Next != 1 || !page.HasMore {
+		t.Fatalf("page: %d events next %d more %v", len(page.Events), page.Next, page.HasMore)
+	}
+}
+
+func TestAddrFromEnvironmentAndGracefulServe(t *testing.T) {
+	s, err := agentsdk.New(&agentsdk.Card{Name: "x"}, &agentsdk.Options{Agent: echoAgent(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("A2A_HOST", "")
+	t.Setenv("A2A_PORT", "")
+	if s.Addr() != "0.0.0.0:8000" {
+		t.Fatal(s.Addr())
+	}
+	t.Setenv("A2A_HOST", "127.0.0.1")
+	t.Setenv("A2A_PORT", "0")
+	if s.Addr() != "127.0.0.1:0" {
+		t.Fatal(s.Addr())
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln) }()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/health")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	resp.Body.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve returned %v", err)
 	}
 }

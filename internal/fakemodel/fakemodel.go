@@ -136,7 +136,8 @@ func New(script []Reply, opts *Options) *Server {
 // URL is the base URL to configure an OpenAI client with; it ends in /v1.
 func (s *Server) URL() string { return s.srv.URL + "/v1" }
 
-// Requests returns a copy of the requests received so far.
+// Requests returns a copy of the requests received so far (requests
+// refused with 401 for a wrong API key are not recorded and consume no reply).
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
