@@ -161,6 +161,9 @@ func textResult(v any) (json.RawMessage, error) {
 
 // resultIsError reads isError from a raw CallToolResult.
 func resultIsError(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`"isError"`)) {
+		return false // the common case: children omit isError:false
+	}
 	var r struct {
 		IsError bool `json:"isError"`
 	}
@@ -298,7 +301,7 @@ func (g *Gateway) dispatch(ctx context.Context, call *ToolCall) (*ToolResult, er
 	timeout := g.opts.CallTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	raw, err := ch.request(cctx, "tools/call", callParams{Name: entry.childName, Arguments: call.Arguments, Meta: metaFor(call)})
+	raw, err := ch.request(cctx, "tools/call", callParams(entry.childName, call.Arguments, metaFor(call)))
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, &CallError{Kind: ErrToolTimeout, Tool: call.Tool, Timeout: timeout}
@@ -327,6 +330,19 @@ func int64JSON(v *int64) json.RawMessage {
 }
 
 func jsonString(s string) json.RawMessage {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		b := make([]byte, 0, len(s)+2)
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
 	b, _ := json.Marshal(s)
 	return b
 }
@@ -334,6 +350,11 @@ func jsonString(s string) json.RawMessage {
 // compactOrRaw returns one-line JSON for embedding in a JSONL event: raw
 // compacted when valid, else the raw bytes as a JSON string.
 func compactOrRaw(raw json.RawMessage) json.RawMessage {
+	// Raw values reach here from a JSON decoder (valid JSON); only literal
+	// line breaks, which can only be whitespace, need compacting.
+	if len(raw) > 0 && bytes.IndexByte(raw, '\n') < 0 && bytes.IndexByte(raw, '\r') < 0 {
+		return raw
+	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err == nil {
 		return b.Bytes()

@@ -1,15 +1,20 @@
 package gateway
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -18,6 +23,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentenv/agentenv/protocol"
 )
 
 // child owns the process-wide MCP client session ("generation") to one
@@ -52,6 +59,9 @@ type generation struct {
 	c      *client.Client
 	seq    int
 	cancel context.CancelFunc
+	// session and protocol are what the fast request path sends.
+	session  string
+	protocol string
 }
 
 // errChildClosed is returned after Close.
@@ -169,7 +179,7 @@ func (c *child) openOnce(ctx context.Context) (*generation, error) {
 	})
 	ictx, icancel := context.WithTimeout(ctx, 10*time.Second)
 	defer icancel()
-	_, err = cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+	ir, err := cl.Initialize(ictx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: mcp.ProtocolVersion20251125,
 		ClientInfo:      mcp.Implementation{Name: "agentenv-gateway", Version: c.version},
 	}})
@@ -177,6 +187,8 @@ func (c *child) openOnce(ctx context.Context) (*generation, error) {
 		g.close()
 		return nil, err
 	}
+	g.session = tr.GetSessionId()
+	g.protocol = ir.ProtocolVersion
 	return g, nil
 }
 
@@ -242,7 +254,7 @@ func (e *deliveryError) Unwrap() error { return e.err }
 // reached the child (refused connection, 404 on the session) retires the
 // generation and is retried once on a new one; a connection lost after the
 // request was written retires the generation and is not retried.
-func (c *child) request(ctx context.Context, method string, params any) (json.RawMessage, error) {
+func (c *child) request(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
 	for attempt := 0; ; attempt++ {
 		g, err := c.session(ctx)
 		if err != nil {
@@ -264,7 +276,25 @@ func (c *child) request(ctx context.Context, method string, params any) (json.Ra
 	}
 }
 
-func (c *child) send(ctx context.Context, g *generation, method string, params any) (json.RawMessage, error) {
+// send posts one JSON-RPC request on the generation's session and returns
+// the raw result. It is a lean streamable-HTTP request path (one POST,
+// application/json or text/event-stream answer) instead of the mcp-go
+// transport's, because it runs on every proxied call; the mcp-go client
+// still owns the session: initialize and the listening stream.
+func (c *child) send(ctx context.Context, g *generation, method string, params []byte) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	var body bytes.Buffer
+	body.Grow(len(params) + 64)
+	body.WriteString(`{"jsonrpc":"2.0","id":`)
+	body.WriteString(strconv.FormatInt(id, 10))
+	body.WriteString(`,"method":`)
+	body.Write(jsonString(method))
+	if len(params) > 0 {
+		body.WriteString(`,"params":`)
+		body.Write(params)
+	}
+	body.WriteByte('}')
+
 	var wrote atomic.Bool
 	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(info httptrace.WroteRequestInfo) {
@@ -273,32 +303,131 @@ func (c *child) send(ctx context.Context, g *generation, method string, params a
 			}
 		},
 	})
-	req := transport.JSONRPCRequest{
-		JSONRPC: mcp.JSONRPC_VERSION,
-		ID:      mcp.NewRequestId(c.nextID.Add(1)),
-		Method:  method,
-		Params:  params,
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, c.server.URL, &body)
+	if err != nil {
+		return nil, err
 	}
-	resp, err := g.c.GetTransport().SendRequest(tctx, req)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if g.session != "" {
+		req.Header.Set(protocol.HeaderMCPSessionID, g.session)
+	}
+	if g.protocol != "" {
+		req.Header.Set(protocol.HeaderMCPProtocolVersion, g.protocol)
+	}
+	resp, err := c.httpc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
-		if errors.Is(err, transport.ErrSessionTerminated) {
-			return nil, &deliveryError{err: err, reached: false}
+		return nil, &deliveryError{err: err, reached: wrote.Load()}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		// The child no longer knows the session: the call never ran.
+		return nil, &deliveryError{err: fmt.Errorf("session terminated (404) on %s", c.server.Name), reached: false}
+	}
+	wantID := strconv.FormatInt(id, 10)
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mediaType == "text/event-stream" && resp.StatusCode == http.StatusOK {
+		return c.readSSE(ctx, resp.Body, wantID)
+	}
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxChildResponse))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
 		}
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || isNetError(err) || !wrote.Load() {
-			return nil, &deliveryError{err: err, reached: wrote.Load()}
+		return nil, &deliveryError{err: err, reached: true}
+	}
+	if res, err, ok := decodeResponse(raw, wantID); ok {
+		return res, err
+	}
+	return nil, fmt.Errorf("%s answered HTTP %d: %s", c.server.Name, resp.StatusCode, truncate(string(raw), 300))
+}
+
+// maxChildResponse bounds one child answer.
+const maxChildResponse = 256 << 20
+
+// decodeResponse reads a JSON-RPC response with the wanted id; ok is false
+// when raw is not such a response.
+func decodeResponse(raw []byte, wantID string) (json.RawMessage, error, bool) {
+	var r struct {
+		ID     json.RawMessage `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil || string(bytes.TrimSpace(r.ID)) != wantID {
+		return nil, nil, false
+	}
+	if r.Error != nil {
+		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message}, true
+	}
+	if len(r.Result) == 0 {
+		return nil, fmt.Errorf("response without result"), true
+	}
+	return r.Result, nil, true
+}
+
+// readSSE reads an event-stream answer until the response with wantID.
+// Notifications on the stream are handed to onNotify; server requests
+// (sampling, elicitation) are not relayed.
+func (c *child) readSSE(ctx context.Context, r io.Reader, wantID string) (json.RawMessage, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxChildResponse)
+	var data bytes.Buffer
+	flush := func() (json.RawMessage, error, bool) {
+		if data.Len() == 0 {
+			return nil, nil, false
 		}
-		return nil, err
+		msg := append([]byte(nil), data.Bytes()...)
+		data.Reset()
+		if res, err, ok := decodeResponse(msg, wantID); ok {
+			return res, err, true
+		}
+		var n struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(msg, &n) == nil && n.Method != "" && len(n.ID) == 0 && c.onNotify != nil {
+			c.onNotify(c, n.Method)
+		}
+		return nil, nil, false
 	}
-	if resp.Error != nil {
-		return nil, &rpcError{Code: resp.Error.Code, Message: resp.Error.Message}
+	for sc.Scan() {
+		line := sc.Bytes()
+		switch {
+		case len(line) == 0:
+			if res, err, ok := flush(); ok {
+				return res, err
+			}
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" ")))
+		}
 	}
-	if len(resp.Result) == 0 {
-		return nil, fmt.Errorf("empty result from %s", c.server.Name)
+	if res, err, ok := flush(); ok {
+		return res, err
 	}
-	return resp.Result, nil
+	err := sc.Err()
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return nil, &deliveryError{err: fmt.Errorf("event stream from %s ended before the response: %w", c.server.Name, err), reached: true}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
 }
 
 // listTools lists every tool of the child, following nextCursor, each page
@@ -311,9 +440,9 @@ func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 		if page > 1000 {
 			return nil, fmt.Errorf("tools/list of %s: more than 1000 pages", c.server.Name)
 		}
-		params := map[string]any{}
+		params := []byte(`{}`)
 		if cursor != "" {
-			params["cursor"] = cursor
+			params = []byte(`{"cursor":` + string(jsonString(cursor)) + `}`)
 		}
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		raw, err := c.request(pctx, string(mcp.MethodToolsList), params)
@@ -340,13 +469,38 @@ func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 	}
 }
 
-// callParams is the tools/call params sent to a child: a new request (never
-// the inbound one, pitfall 2) with the raw argument bytes and only the
-// gateway's _meta.
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Meta      map[string]any  `json:"_meta,omitempty"`
+// callParams renders the tools/call params sent to a child: a new request
+// (never the inbound one, pitfall 2) with the caller's argument bytes
+// verbatim and only the gateway's _meta.
+func callParams(name string, args json.RawMessage, meta map[string]any) []byte {
+	var b bytes.Buffer
+	b.Grow(len(args) + len(name) + 96)
+	b.WriteString(`{"name":`)
+	b.Write(jsonString(name))
+	if len(args) > 0 {
+		b.WriteString(`,"arguments":`)
+		b.Write(args)
+	}
+	if len(meta) > 0 {
+		b.WriteString(`,"_meta":{`)
+		keys := make([]string, 0, len(meta))
+		for k := range meta {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(jsonString(k))
+			b.WriteByte(':')
+			v, _ := json.Marshal(meta[k])
+			b.Write(v)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // isNetError reports a connection-level failure (refused, reset, closed).

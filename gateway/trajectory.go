@@ -37,7 +37,7 @@ type trajectory struct {
 
 	mu      sync.Mutex
 	next    int64 // next event number
-	queue   [][]byte
+	queue   []pendingEvent
 	queued  int64 // events queued so far (by number)
 	written int64 // last event number written
 	wake    chan struct{}
@@ -46,6 +46,35 @@ type trajectory struct {
 	file    *os.File
 	openErr error
 	done    chan struct{}
+}
+
+// pendingEvent is an event queued for the writer.
+type pendingEvent struct {
+	typ, id string
+	ts      time.Time
+	vt      string
+	fields  []field
+}
+
+// appendLine renders the event as one JSONL line.
+func (e *pendingEvent) appendLine(b *bytes.Buffer) {
+	b.WriteString(`{"event_type":`)
+	b.Write(jsonString(e.typ))
+	b.WriteString(`,"event_id":`)
+	b.Write(jsonString(e.id))
+	b.WriteString(`,"timestamp_utc":`)
+	b.Write(jsonString(formatTimestamp(e.ts)))
+	if e.vt != "" {
+		b.WriteString(`,"virtual_time":`)
+		b.Write(jsonString(e.vt))
+	}
+	for _, f := range e.fields {
+		b.WriteByte(',')
+		b.Write(jsonString(f.key))
+		b.WriteByte(':')
+		b.Write(compactOrRaw(f.value))
+	}
+	b.WriteString("}\n")
 }
 
 // maxQueuedEvents bounds memory if the disk stalls; beyond it events are
@@ -129,25 +158,8 @@ func (t *trajectory) emit(eventType string, fields ...field) string {
 		t.log.Error("trajectory queue full; event dropped", "event_id", id)
 		return id
 	}
-	var b bytes.Buffer
-	b.WriteString(`{"event_type":`)
-	b.Write(jsonString(eventType))
-	b.WriteString(`,"event_id":`)
-	b.Write(jsonString(id))
-	b.WriteString(`,"timestamp_utc":`)
-	b.Write(jsonString(formatTimestamp(ts)))
-	if vt != "" {
-		b.WriteString(`,"virtual_time":`)
-		b.Write(jsonString(vt))
-	}
-	for _, f := range fields {
-		b.WriteByte(',')
-		b.Write(jsonString(f.key))
-		b.WriteByte(':')
-		b.Write(compactOrRaw(f.value))
-	}
-	b.WriteString("}\n")
-	t.queue = append(t.queue, b.Bytes())
+	// Formatting happens on the writer goroutine, off the call path.
+	t.queue = append(t.queue, pendingEvent{typ: eventType, id: id, ts: ts, vt: vt, fields: fields})
 	t.queued = t.next - 1
 	select {
 	case t.wake <- struct{}{}:
@@ -191,8 +203,11 @@ func (t *trajectory) run() {
 		closed := t.closed
 		t.mu.Unlock()
 		if len(batch) > 0 {
-			buf := bytes.Join(batch, nil)
-			if _, err := t.file.Write(buf); err != nil {
+			var buf bytes.Buffer
+			for i := range batch {
+				batch[i].appendLine(&buf)
+			}
+			if _, err := t.file.Write(buf.Bytes()); err != nil {
 				t.log.Error("trajectory write failed", "err", err, "events", len(batch))
 			}
 		}

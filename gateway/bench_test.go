@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// benchClient is an mcp-go client with a connection pool large enough for
+// the concurrency under test, so direct and gateway runs compare fairly.
+func benchClient(b *testing.B, url string) *client.Client {
+	b.Helper()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	st, err := transport.NewStreamableHTTP(url, transport.WithHTTPBasicClient(&http.Client{Transport: tr}), transport.WithHTTPLogger(quiet))
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := client.NewClient(st)
+	if err := c.Start(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(context.Background(), mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.ProtocolVersion20251125}}); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+var benchID atomic.Int64
+
+func benchCall(b *testing.B, c *client.Client) {
+	resp, err := c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0",
+		ID: mcp.NewRequestId(benchID.Add(1)), Method: "tools/call",
+		Params: map[string]any{"name": "items_echo", "arguments": map[string]any{"msg": "hello"}}})
+	if err != nil || resp.Error != nil || !strings.Contains(string(resp.Result), "hello") {
+		b.Errorf("call failed: %v %+v", err, resp)
+	}
+}
+
+// runLoad runs b.N calls at the given concurrency and reports the median
+// latency and throughput.
+func runLoad(b *testing.B, conc int, call func()) {
+	b.ReportAllocs()
+	lat := make([]time.Duration, b.N)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(b.N) {
+					return
+				}
+				t0 := time.Now()
+				call()
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "median-µs")
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
+}
+
+// BenchmarkToolsCall compares tools/call through the gateway with the
+// same server called directly, at concurrency 1 and 32 (gateway.md §11
+// targets: median ≤ 1.25× direct at c=1, throughput ≥ 75% at c=32).
+func BenchmarkToolsCall(b *testing.B) {
+	child := startChild(b, "items", nil)
+	tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
+	direct := benchClient(b, child.URL)
+	via := benchClient(b, tg.URL+"/mcp")
+	for _, conc := range []int{1, 32} {
+		for _, tc := range []struct {
+			name string
+			c    *client.Client
+		}{{"direct", direct}, {"gateway", via}} {
+			b.Run(tc.name+"/c"+itoa(conc), func(b *testing.B) {
+				runLoad(b, conc, func() { benchCall(b, tc.c) })
+			})
+		}
+	}
+}
+
+// BenchmarkStepVsMCP compares POST /step call_tool with tools/call over
+// /mcp through the same gateway (target: /step no slower).
+func BenchmarkStepVsMCP(b *testing.B) {
+	child := startChild(b, "items", nil)
+	tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
+	via := benchClient(b, tg.URL+"/mcp")
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 128
+	hc := &http.Client{Transport: tr}
+	body := `{"action":"call_tool","tool_name":"items_echo","arguments":{"msg":"hello"}}`
+	b.Run("mcp/c1", func(b *testing.B) { runLoad(b, 1, func() { benchCall(b, via) }) })
+	b.Run("step/c1", func(b *testing.B) {
+		runLoad(b, 1, func() {
+			resp, err := hc.Post(tg.URL+"/step", "application/json", strings.NewReader(body))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			var out map[string]json.RawMessage
+			json.NewDecoder(resp.Body).Decode(&out)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	})
+}
+
+// BenchmarkSessionsMemory holds 1,000 initialized MCP sessions on one
+// gateway and reports the heap they take (idle heap reported too).
+func BenchmarkSessionsMemory(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		child := startChild(b, "items", nil)
+		tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
+		heap := func() uint64 {
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			return m.HeapAlloc
+		}
+		idle := heap()
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 8
+		hc := &http.Client{Transport: tr}
+		for s := 0; s < 1000; s++ {
+			req, _ := http.NewRequest("POST", tg.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"m","version":"0"}}}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := hc.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 || resp.Header.Get("Mcp-Session-Id") == "" {
+				b.Fatalf("initialize %d", resp.StatusCode)
+			}
+		}
+		after := heap()
+		b.ReportMetric(float64(idle)/(1<<20), "idle-heap-MB")
+		b.ReportMetric(float64(after-idle)/1000/1024, "KB/session")
+	}
+}
