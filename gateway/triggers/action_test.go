@@ -219,7 +219,7 @@ func TestPermissionAction(t *testing.T) {
 	  "actions":[{"type":"permission","action":"disable","role":"default","tools":["send_email"]},{"type":"permission","action":"enable","role":"cli","tools":"*"}]}]}`)
 	ctx := context.Background()
 	f.eng.AfterToolCall(ctx, call("create_ticket", `{}`, `{}`)).Wait(ctx)
-	if got := strings.Join(f.host.rules, "|"); got != "default [send_email] true|cli [*] false" {
+	if got := strings.Join(f.host.rules, "|"); got != "default [send_email] true|cli [ALL] false" {
 		t.Fatalf("rules %s", got)
 	}
 	ok := eventsOf(f.eng, "action_ok")

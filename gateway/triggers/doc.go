@@ -38,7 +38,8 @@
 // when as is non-empty. Host.WriteTrajectory receives trigger_fired,
 // internal_tool_call and trigger_barrier_timeout events; the core adds
 // event_id, timestamp_utc and virtual_time after event_type
-// (TrajectoryEvent.EncodeFields gives the rest of the line). Host
+// (TrajectoryEvent.Payload gives the fields as a JSON object, EncodeFields
+// the same without braces). Host
 // LookupTool and Discovered may be called with the engine's lock held and
 // must not call back into the engine; the other methods never are.
 package triggers

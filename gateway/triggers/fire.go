@@ -255,7 +255,11 @@ func (e *Engine) runAction(t *trigger, idx int, cc *callCtx) bool {
 	var detail []Field
 	switch a.typ {
 	case actPermission:
-		if err := e.host.ApplyRoleRule(a.role, a.tools, a.permAction == "disable"); err != nil {
+		var tools []string
+		if !a.allTools {
+			tools = a.tools
+		}
+		if err := e.host.ApplyRoleRule(a.role, tools, a.allTools, a.permAction == "disable"); err != nil {
 			e.emit(t, kindActionFailed, Field{"action_index", idx}, Field{"detail", truncateRunes(err.Error(), 300)})
 			return false
 		}

@@ -22,10 +22,11 @@ type Host interface {
 	// registration does not check tool names (they surface at fire time).
 	Discovered() bool
 	// ApplyRoleRule applies a permission action exactly like POST
-	// /tools/disable or /tools/enable with body {"role":role,"tools":tools}
-	// — tools is ["*"] for the wildcard form — and sends list_changed if the
-	// visible tool set changed.
-	ApplyRoleRule(role string, tools []string, disable bool) error
+	// /tools/disable (disable) or /tools/enable with body
+	// {"role":role,"tools":tools}, or {"role":role,"tools":"*"} when all is
+	// set (tools is then nil), and sends list_changed if the visible tool
+	// set changed.
+	ApplyRoleRule(role string, tools []string, all, disable bool) error
 	// ChangelogID reads SELECT MAX(id) FROM public._changelog; nil when
 	// unavailable (no SERVICE_DB_URL, or an error).
 	ChangelogID(ctx context.Context) *int64
@@ -75,6 +76,16 @@ type Field struct {
 // fields the core adds).
 func (ev TrajectoryEvent) MarshalJSON() ([]byte, error) {
 	return marshalOrdered(append([]Field{{"event_type", ev.Type}}, ev.Fields...))
+}
+
+// Payload renders the fields as a JSON object ({"source":…,…}), without
+// event_type and the base fields.
+func (ev TrajectoryEvent) Payload() json.RawMessage {
+	b, err := marshalOrdered(ev.Fields)
+	if err != nil {
+		return json.RawMessage("{}")
+	}
+	return b
 }
 
 // EncodeFields renders the fields as the inside of a JSON object, without

@@ -84,9 +84,12 @@ func (h *testHost) Discovered() bool {
 	return h.discovered
 }
 
-func (h *testHost) ApplyRoleRule(role string, tools []string, disable bool) error {
+func (h *testHost) ApplyRoleRule(role string, tools []string, all, disable bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if all {
+		tools = []string{"ALL"}
+	}
 	h.rules = append(h.rules, fmt.Sprintf("%s %v %v", role, tools, disable))
 	return nil
 }

@@ -169,7 +169,8 @@ type action struct {
 	// permission
 	permAction string // enable | disable
 	role       string
-	tools      []string // ["*"] for the wildcard
+	tools      []string // ["*"] for the wildcard (the log echo)
+	allTools   bool     // tools was the string "*"
 	// nl
 	instruction string
 
@@ -586,7 +587,7 @@ func parseAction(a any, w string, hasCtx bool, executor *executorConfig) (action
 			if t != "*" {
 				return action{}, nil, specErrorf("%s: tools must be a list of strings or '*'", w)
 			}
-			act.tools = []string{"*"}
+			act.tools, act.allTools = []string{"*"}, true
 		case []any:
 			act.tools = []string{}
 			for _, e := range t {
