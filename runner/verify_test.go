@@ -1,0 +1,131 @@
+package runner_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+
+	"github.com/agentenv/agentenv/runner"
+)
+
+func rows(js string) []runner.Row {
+	var r []runner.Row
+	if err := json.Unmarshal([]byte(js), &r); err != nil {
+		panic(err)
+	}
+	return r
+}
+
+func TestAggregators(t *testing.T) {
+	cases := []struct {
+		name string
+		agg  runner.Aggregator
+		rows string
+		want float64
+	}{
+		{"all pass", runner.AllPass, `[{"result":true},{"result":true}]`, 1},
+		{"all pass one fails", runner.AllPass, `[{"result":true},{"result":false}]`, 0},
+		{"all pass skipped excluded", runner.AllPass, `[{"result":true},{"result":false,"skipped":true}]`, 1},
+		{"all pass only skipped", runner.AllPass, `[{"result":true,"skipped":true}]`, 0},
+		{"empty", runner.AllPass, `[]`, 0},
+		{"any pass", runner.AnyPass, `[{"result":false},{"result":true}]`, 1},
+		{"any pass none", runner.AnyPass, `[{"result":false}]`, 0},
+		{"any empty", runner.AnyPass, `[]`, 0},
+		{"weighted default scores", runner.WeightedAverage, `[{"result":true},{"result":false}]`, 0.5},
+		{"weighted explicit", runner.WeightedAverage, `[{"result":true,"score":1,"weight":3},{"result":false,"score":0,"weight":1}]`, 0.75},
+		{"weighted partial score", runner.WeightedAverage, `[{"result":false,"score":0.5}]`, 0.5},
+		{"weighted penalty", runner.WeightedAverage, `[{"result":true,"weight":2},{"result":false,"weight":-1}]`, 0.5},
+		{"weighted penalty clamps", runner.WeightedAverage, `[{"result":true,"weight":1},{"result":false,"weight":-5}]`, 0},
+		{"weighted passing penalty row costs nothing", runner.WeightedAverage, `[{"result":true},{"result":true,"weight":-1}]`, 1},
+		{"weighted no positive weight", runner.WeightedAverage, `[{"result":true,"weight":0}]`, 0},
+		{"weighted empty", runner.WeightedAverage, `[]`, 0},
+		{"weighted skipped", runner.WeightedAverage, `[{"result":true},{"result":false,"skipped":true}]`, 1},
+	}
+	for _, tc := range cases {
+		if got := tc.agg.Aggregate(rows(tc.rows)); got != tc.want {
+			t.Errorf("%s: %g, want %g", tc.name, got, tc.want)
+		}
+	}
+	var a runner.Aggregator
+	if err := a.UnmarshalText([]byte("median")); err == nil {
+		t.Error("median accepted")
+	}
+}
+
+func TestVerificationJSON(t *testing.T) {
+	b, _ := json.Marshal(runner.Verification{Score: 1})
+	if string(b) != `{"results":[],"score":1}` {
+		t.Errorf("%s", b)
+	}
+	b, _ = json.Marshal(runner.Verification{Score: 0.5, SourceVerifierIDs: []string{"a", "b"}})
+	if string(b) != `{"score":0.5,"source_verifier_ids":["a","b"]}` {
+		t.Errorf("%s", b)
+	}
+}
+
+func TestDiffApply(t *testing.T) {
+	doc := func(js string) map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(js), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cases := []struct {
+		name, before, after string
+		paths               []string
+	}{
+		{"nothing", `{"a":1}`, `{"a":1}`, nil},
+		{"set leaf", `{"metadata":{"x":1}}`, `{"metadata":{"x":2}}`, []string{"set metadata.x"}},
+		{"new key", `{"metadata":{}}`, `{"metadata":{"v":{"hello":{"score":1}}}}`, []string{"set metadata.v"}},
+		{"nested new", `{"metadata":{"v":{"a":1}}}`, `{"metadata":{"v":{"a":1,"b":2}}}`, []string{"set metadata.v.b"}},
+		{"list grew", `{"l":[1]}`, `{"l":[1,2,3]}`, []string{"add l"}},
+		{"list changed", `{"l":[1,2]}`, `{"l":[2]}`, []string{"set l"}},
+		{"unset", `{"a":1,"b":2}`, `{"a":1}`, []string{"unset b"}},
+	}
+	for _, tc := range cases {
+		ops := runner.Diff(doc(tc.before), doc(tc.after))
+		if !reflect.DeepEqual(ops.Paths(), tc.paths) {
+			t.Errorf("%s: paths %v, want %v", tc.name, ops.Paths(), tc.paths)
+		}
+		got := doc(tc.before)
+		ops.Apply(got)
+		if !reflect.DeepEqual(got, doc(tc.after)) {
+			t.Errorf("%s: applied %v, want %v", tc.name, got, tc.after)
+		}
+	}
+	// Add-to-set merges as a union: applying twice, or over a concurrent
+	// writer's additions, adds nothing twice.
+	ops := runner.Diff(doc(`{"l":[1]}`), doc(`{"l":[1,2]}`))
+	other := doc(`{"l":[1,3]}`)
+	ops.Apply(other)
+	ops.Apply(other)
+	if !reflect.DeepEqual(other, doc(`{"l":[1,3,2]}`)) {
+		t.Errorf("union: %v", other)
+	}
+}
+
+func TestRunContextLookups(t *testing.T) {
+	rc := runner.NewRunContext(map[string]any{"prompt_responses": []any{
+		map[string]any{"prompt_id": "p1", "response": "old"},
+		map[string]any{"prompt_id": "p1", "response": "new"},
+	}}, nil)
+	pr, err := rc.PromptResponse("p1")
+	if err != nil || pr.Response != "new" {
+		t.Errorf("PromptResponse = %+v, %v", pr, err)
+	}
+	if _, err := rc.PromptResponse("p2"); err == nil {
+		t.Error("unknown prompt id found")
+	}
+	if err := rc.AddSandbox(runner.DeployedSandbox{SandboxName: "a", SandboxID: "x"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.AddSandbox(runner.DeployedSandbox{SandboxName: "a", SandboxID: "y"}, nil); err == nil {
+		t.Error("duplicate sandbox name accepted")
+	}
+	cp := rc.Copy()
+	cp.SetMetadata("only_copy", true)
+	if _, ok := rc.Metadata("only_copy"); ok {
+		t.Error("Copy shares its document")
+	}
+}
