@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
 	"sync"
@@ -93,6 +94,9 @@ func (r *StepRegistry) Register(info StepInfo) {
 	}
 	if info.New == nil {
 		panic(fmt.Sprintf("runner: step type %q has no New", info.Type))
+	}
+	if reflect.ValueOf(info.New()).Kind() != reflect.Pointer {
+		panic(fmt.Sprintf("runner: step type %q: New must return a pointer to a config struct", info.Type))
 	}
 	if info.MustTolerate && !info.TolerateErrors {
 		panic(fmt.Sprintf("runner: step type %q: MustTolerate without TolerateErrors", info.Type))
