@@ -13,8 +13,9 @@ import (
 // artifacts/docker_image/<id-segment>/<N>/image.tar.gz; it is what the local
 // Docker sandbox loads when the engine lacks the image.
 type ImageStore interface {
-	// Ref returns the reference of version n of repository.
-	Ref(repository string, version int) string
+	// Ref returns the reference of version n of repository; repository must
+	// be a valid OCI name (see RepositoryName) and version >= 1.
+	Ref(repository string, version int) (string, error)
 	// Owns reports whether ref names an image of this store's registry.
 	Owns(ref string) bool
 	// Host is the registry host ("localhost:5000").

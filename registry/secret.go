@@ -48,7 +48,7 @@ func IsReference(s string) bool {
 
 func splitReference(s string) (scheme, name string, def *string) {
 	for _, p := range []string{"env:", "secret:"} {
-		if len(s) > len(p) && s[:len(p)] == p {
+		if len(s) >= len(p) && s[:len(p)] == p {
 			scheme, rest := p[:len(p)-1], s[len(p):]
 			for i := 0; i < len(rest); i++ {
 				if rest[i] == '?' {

@@ -150,6 +150,9 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.Ob
 	if err := registry.ValidateKey(key); err != nil {
 		return registry.ObjectInfo{}, err
 	}
+	if r == nil {
+		return registry.ObjectInfo{}, &registry.InvalidError{Field: "reader", Value: key, Reason: "nil reader"}
+	}
 	var opt registry.ObjectPutOptions
 	if o != nil {
 		opt = *o
