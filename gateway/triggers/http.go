@@ -21,6 +21,7 @@ type HandlerOptions struct {
 type Handler struct {
 	e     *Engine
 	limit int64
+	mux   *http.ServeMux
 }
 
 // NewHandler returns the HTTP side of e.
@@ -29,6 +30,8 @@ func NewHandler(e *Engine, opts *HandlerOptions) *Handler {
 	if opts != nil && opts.MaxBodyBytes > 0 {
 		h.limit = opts.MaxBodyBytes
 	}
+	h.mux = http.NewServeMux()
+	h.Register(h.mux)
 	return h
 }
 
@@ -43,9 +46,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 // ServeHTTP serves the four routes, for cores that mount one handler at
 // /triggers/.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mux := http.NewServeMux()
-	h.Register(mux)
-	mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r)
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/big"
+	"strconv"
 	"testing"
 )
 
@@ -127,5 +128,20 @@ func TestPythonRandomStream(t *testing.T) {
 				t.Errorf("seed %s expovariate #%d: %v want %v", c.seed, i, got, c.exp[i])
 			}
 		}
+	}
+}
+
+func TestEventLogBounds(t *testing.T) {
+	var l eventLog
+	for i := 1; i <= 12345; i++ {
+		l.seq++
+		l.add(json.RawMessage(strconv.Itoa(i)))
+	}
+	all := l.all()
+	if len(all) != eventsHead+eventsTail || l.dropped() != 12345-10000 {
+		t.Fatalf("kept %d dropped %d", len(all), l.dropped())
+	}
+	if string(all[0]) != "1" || string(all[eventsHead-1]) != "1000" || string(all[eventsHead]) != "3346" || string(all[len(all)-1]) != "12345" {
+		t.Fatalf("head/tail order: %s %s %s %s", all[0], all[eventsHead-1], all[eventsHead], all[len(all)-1])
 	}
 }

@@ -30,6 +30,7 @@ type HandlerOptions struct {
 type Handler struct {
 	clk  *Virtual
 	opts HandlerOptions
+	mux  *http.ServeMux
 }
 
 // NewHandler returns the HTTP side of clk.
@@ -41,6 +42,8 @@ func NewHandler(clk *Virtual, opts *HandlerOptions) *Handler {
 	if h.opts.MaxBodyBytes <= 0 {
 		h.opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	h.mux = http.NewServeMux()
+	h.Register(h.mux)
 	return h
 }
 
@@ -55,9 +58,7 @@ func (h *Handler) Register(mux *http.ServeMux) {
 // ServeHTTP serves the four routes (and 404/405 for anything else under
 // /clock/), for cores that mount one handler at /clock/.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	mux := http.NewServeMux()
-	h.Register(mux)
-	mux.ServeHTTP(w, r)
+	h.mux.ServeHTTP(w, r)
 }
 
 // SetTime serves PUT /clock/set-time.
