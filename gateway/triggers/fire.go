@@ -2,7 +2,6 @@ package triggers
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 
@@ -356,5 +355,3 @@ func (e *Engine) runNL(t *trigger, idx int, a action, cc *callCtx) bool {
 	e.emit(t, kindActionFailed, Field{"action_index", idx}, Field{"detail", "verification failed after retry"})
 	return false
 }
-
-var _ = json.Marshal

@@ -1,7 +1,6 @@
 package triggers
 
 import (
-	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -53,5 +52,4 @@ func TestWiredOverHTTP(t *testing.T) {
 	if c := h.callsTo("tick"); len(c) != 1 {
 		t.Fatalf("calls %v", c)
 	}
-	_ = context.Background
 }

@@ -2,7 +2,6 @@ package vclock_test
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
 )
@@ -26,7 +25,6 @@ func ExampleVirtual() {
 	clk.Clear()
 	_, err := vclock.GetTime(clk)
 	fmt.Println(err)
-	_ = time.Second
 	// Output:
 	// armed: true generation: 1
 	// 2026-03-01T09:00:00.500000Z
