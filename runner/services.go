@@ -96,7 +96,7 @@ func (s *Services) CreateSandbox(ctx context.Context, spec string, sp sandbox.Sp
 	if len(names) == 1 {
 		return nil, errs[0]
 	}
-	return nil, fmt.Errorf("All %d providers failed: %w", len(names), errors.Join(errs...))
+	return nil, &ChainError{Errs: errs}
 }
 
 func (s *Services) providerNames() []string {
@@ -120,3 +120,17 @@ func (s *Services) Reconnect(ctx context.Context, h sandbox.Handle) (sandbox.San
 	}
 	return r.GetSandbox(ctx, h)
 }
+
+// ChainError is returned when every provider of a fallback chain failed.
+// Its message stays on one line; Unwrap exposes each provider's error.
+type ChainError struct{ Errs []error }
+
+func (e *ChainError) Error() string {
+	parts := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		parts[i] = err.Error()
+	}
+	return fmt.Sprintf("All %d providers failed: %s", len(e.Errs), strings.Join(parts, "; "))
+}
+
+func (e *ChainError) Unwrap() []error { return e.Errs }

@@ -101,7 +101,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
-	rep, err := bundle.Run(ctx, r, d.services(st, st.local), m, &bundle.RunOptions{
+	rep, err := bundle.Run(ctx, r, d.services(ctx, st, st.local), m, &bundle.RunOptions{
 		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
 		Documents: st.local, Out: d.stdout,
 	})

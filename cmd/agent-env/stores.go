@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"time"
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/fsobject"
@@ -60,12 +61,17 @@ func openDefaultStores(ctx context.Context) (*storeSet, error) {
 	return &storeSet{docs: docs, local: docs, objects: objs, stateRoot: root, closers: []func() error{docs.Close}}, nil
 }
 
-// services builds the runner services of a command.
-func (d *deps) services(st *storeSet, docs registry.DocumentStore) *runner.Services {
+// services builds the runner services of a command. Expired local
+// sandboxes left by earlier runs are reaped first (best effort).
+func (d *deps) services(ctx context.Context, st *storeSet, docs registry.DocumentStore) *runner.Services {
+	lp := local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()})
+	if reaped, err := lp.Reap(ctx, time.Now()); len(reaped) > 0 || err != nil {
+		d.logger().Info("reaped expired local sandboxes", "sandbox_ids", reaped, "error", err)
+	}
 	return &runner.Services{
 		Documents: docs,
 		Objects:   st.objects,
-		Sandboxes: map[string]runner.SandboxProvider{local.TypeName: local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()})},
+		Sandboxes: map[string]runner.SandboxProvider{local.TypeName: lp},
 		Logger:    d.logger(),
 	}
 }

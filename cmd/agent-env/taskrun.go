@@ -151,7 +151,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	if req.agentArtifactID != "" {
 		initial["agent_artifact_id"] = req.agentArtifactID
 	}
-	svc := d.services(st, docs)
+	svc := d.services(ctx, st, docs)
 	base := runner.NewRunContext(initial, svc)
 
 	var mu sync.Mutex

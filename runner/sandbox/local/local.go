@@ -328,3 +328,36 @@ func writeJSON(path string, v any) error {
 	}
 	return nil
 }
+
+// Reap deletes the work folders under the root whose recorded expiry is
+// before now, killing their processes first (runner.md §14.1: TTLs are
+// recorded, and expired sandboxes are removed on the next CLI start). It
+// returns the ids it removed.
+func (p *Provider) Reap(ctx context.Context, now time.Time) ([]string, error) {
+	matches, err := filepath.Glob(filepath.Join(p.root, "agent-env-local-*"))
+	if err != nil {
+		return nil, err
+	}
+	var reaped []string
+	var errs []error
+	for _, dir := range matches {
+		if ctx.Err() != nil {
+			break
+		}
+		b, err := os.ReadFile(filepath.Join(dir, stateFile))
+		if err != nil {
+			continue
+		}
+		var st state
+		if json.Unmarshal(b, &st) != nil || st.ExpiresAtUTC.IsZero() || !st.ExpiresAtUTC.Before(now) {
+			continue
+		}
+		st.Dir = dir
+		if err := p.handleFor(st, nil).Terminate(ctx); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reaped = append(reaped, st.ID)
+	}
+	return reaped, errors.Join(errs...)
+}

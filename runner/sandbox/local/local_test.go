@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
@@ -114,4 +115,29 @@ func TestTerminateRefusesSymlink(t *testing.T) {
 		t.Errorf("symlink target content removed: %v", err)
 	}
 	_ = os.Remove(dir)
+}
+
+func TestReap(t *testing.T) {
+	root := t.TempDir()
+	p := local.New(root, nil)
+	ctx := context.Background()
+	old, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM, TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Terminate(ctx)
+	reaped, err := p.Reap(ctx, time.Now().Add(10*time.Minute))
+	if err != nil || len(reaped) != 1 || reaped[0] != old.ID() {
+		t.Fatalf("Reap = %v, %v", reaped, err)
+	}
+	if _, err := os.Stat(old.(*local.Sandbox).Dir()); err == nil {
+		t.Error("expired folder kept")
+	}
+	if _, err := os.Stat(fresh.(*local.Sandbox).Dir()); err != nil {
+		t.Errorf("live folder removed: %v", err)
+	}
 }
