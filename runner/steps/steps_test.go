@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
@@ -296,5 +297,53 @@ func TestLoadArtifactURLs(t *testing.T) {
 	}
 	if v, _ := rc.Verification("v"); v.Score != 1 {
 		t.Errorf("step_params: %+v", v)
+	}
+}
+
+// A retry re-deploys the span's sandbox: the first one is terminated and
+// recorded under rolled_back_sandboxes.
+func TestRetryRollsBackSandboxes(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 {
+			http.Error(w, "flaky", http.StatusInternalServerError)
+			return
+		}
+		w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	f := newFixture(t)
+	rc, res, err := f.run(t, `[
+	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
+	  {"id":"fetch","type":"load_artifact","sandbox_name":"box","urls":["`+srv.URL+`/f.txt"],
+	   "retry_config":{"retry_from_step_id":"box","max_retries":1}},
+	  {"id":"v","type":"verify_sandbox","sandbox_name":"box","verifier_id":"v","criteria":[
+	    {"type":"probe_file_contains","paths":["/loaded/f.txt"],"value":"ok"}]}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != runner.StatusCompleted || len(res.Failed) != 1 || !res.Failed[0].Retried {
+		t.Errorf("result %s %+v", res.Status, res.Failed)
+	}
+	resets, _ := rc.Metadata("retry_resets")
+	l, _ := resets.([]any)
+	if len(l) != 1 {
+		t.Fatalf("retry_resets %v", resets)
+	}
+	rb := l[0].(map[string]any)["rolled_back_sandboxes"].(map[string]any)["deployed_sandboxes"].([]any)
+	live := rc.Sandboxes()
+	if len(rb) != 1 || len(live) != 1 || rb[0] == live[0].SandboxID {
+		t.Errorf("rolled back %v, live %+v", rb, live)
+	}
+	if v, _ := rc.Verification("v"); v.Score != 1 {
+		t.Errorf("verification %+v", v)
+	}
+	if left, _ := os.ReadDir(f.root); len(left) != 1 {
+		t.Errorf("work folders: %v (want only the redeployed one)", left)
 	}
 }
