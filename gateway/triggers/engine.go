@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
@@ -60,6 +61,7 @@ type Engine struct {
 	configSet  bool
 	executor   *executorConfig
 	log        eventLog
+	active     atomic.Bool // len(triggers) > 0, read without the lock
 }
 
 type executorConfig struct {
@@ -236,6 +238,7 @@ func (e *Engine) Register(ctx context.Context, body []byte) (*protocol.TriggersR
 		e.order = append(e.order, s.id)
 		e.emitLocked(kindAdded, s.id)
 	}
+	e.active.Store(len(e.triggers) > 0)
 	e.poke()
 	return &protocol.TriggersRegistered{OK: true, Added: nonNil(batch), All: append([]string{}, e.order...)}, nil
 }
@@ -397,6 +400,7 @@ func (e *Engine) RemoveIDs(ids []string) []string {
 		removed = append(removed, id)
 		e.emitLocked(kindRemoved, id)
 	}
+	e.active.Store(len(e.triggers) > 0)
 	e.poke()
 	return removed
 }
@@ -422,6 +426,7 @@ func (e *Engine) Clear() *protocol.TriggersCleared {
 	e.order = nil
 	e.log = eventLog{}
 	e.watchRoles, e.executor, e.configSet = nil, nil, false
+	e.active.Store(false)
 	e.poke()
 	return &protocol.TriggersCleared{OK: true}
 }
@@ -469,6 +474,9 @@ func inFlight(status string) bool {
 // returns the barrier the caller must wait on before answering (nil when no
 // barrier applies; Wait on a nil *Barrier returns at once).
 func (e *Engine) AfterToolCall(ctx context.Context, call ToolCall) *Barrier {
+	if !e.active.Load() {
+		return nil // no triggers: the common case costs one atomic load
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.executor != nil && call.Role == e.executor.role {
@@ -489,12 +497,7 @@ func (e *Engine) AfterToolCall(ctx context.Context, call ToolCall) *Barrier {
 	if call.IsError {
 		return nil
 	}
-	cc := &callCtx{result: resultData(call.Result)}
-	if len(call.Args) == 0 {
-		cc.args = map[string]any{}
-	} else if v, err := decodeJSON(call.Args); err == nil {
-		cc.args = v
-	}
+	var cc *callCtx // decoded only when an action trigger names this tool
 	provoking := []Field{{"tool", call.Tool}, {"role", call.Role}}
 	var b *Barrier
 	for _, id := range e.order {
@@ -505,6 +508,14 @@ func (e *Engine) AfterToolCall(ctx context.Context, call ToolCall) *Barrier {
 		}
 		if t.status != protocol.TriggerArmed && !(s.repeat && inFlight(t.status)) {
 			continue
+		}
+		if cc == nil {
+			cc = &callCtx{result: resultData(call.Result)}
+			if len(call.Args) == 0 {
+				cc.args = map[string]any{}
+			} else if v, err := decodeJSON(call.Args); err == nil {
+				cc.args = v
+			}
 		}
 		match := true
 		for _, w := range s.where {

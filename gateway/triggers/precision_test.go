@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,35 @@ func BenchmarkTimeTriggerPrecision(b *testing.B) {
 		b.Fatalf("a mark fired %s early", -best)
 	}
 	_ = fmt.Sprint
+}
+
+// BenchmarkAfterToolCall is the engine's cost on the call path of every
+// /mcp and /step call.
+func BenchmarkAfterToolCall(b *testing.B) {
+	c := call("list_emails", `{"folder":"inbox","limit":20}`, `[{"id":"e1","subject":"hello"}]`)
+	run := func(b *testing.B, body string) {
+		h := newTestHost()
+		h.discovered = false
+		e := New(h, vclock.New(nil), nil)
+		defer e.Close()
+		if body != "" {
+			if _, err := e.Register(context.Background(), []byte(body)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			e.AfterToolCall(ctx, c).Wait(ctx)
+		}
+	}
+	var tenOthers []string
+	for i := range 10 {
+		tenOthers = append(tenOthers, `{"id":"o`+strconv.Itoa(i)+`","when":{"type":"action","tool":"other"},"actions":[]}`)
+	}
+	b.Run("no-triggers", func(b *testing.B) { run(b, "") })
+	b.Run("10-other-tools", func(b *testing.B) { run(b, `{"triggers":[`+strings.Join(tenOthers, ",")+`]}`) })
+	b.Run("matching-tool-where-false", func(b *testing.B) {
+		run(b, `{"triggers":[{"id":"w","when":{"type":"action","tool":"list_emails","where":{"folder":{"equals":"spam"}}},"actions":[]}]}`)
+	})
 }
