@@ -2,6 +2,7 @@ package agentsdk_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -184,3 +185,46 @@ func TestCancelRunningTask(t *testing.T) {
 }
 
 var _ = agentsdktest.SendParams
+
+// A task waiting for its context can be cancelled; a finished one cannot.
+func TestCancelWaitingAndFinishedTasks(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 2)
+	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+		started <- struct{}{}
+		if tk.Text() == "first" {
+			<-release
+		}
+		return agentsdk.Text("done " + tk.Text()), nil
+	}))
+	ctx := testCtx(t)
+	first, err := a.Client.Send(ctx, "q", "first", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	second, err := a.Client.Send(ctx, "q", "second", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := a.Client.Cancel(ctx, second.ID)
+	if err != nil || c.Status.State != "canceled" {
+		t.Fatalf("cancel waiting task: %+v %v", c, err)
+	}
+	close(release)
+	if f, err := a.Client.Wait(ctx, first.ID); err != nil || f.Text() != "done first" {
+		t.Fatalf("first = %+v %v", f, err)
+	}
+	if s, err := a.Client.Get(ctx, second.ID); err != nil || s.Status.State != "canceled" {
+		t.Fatalf("second = %+v %v", s, err)
+	}
+	select {
+	case <-started:
+		t.Fatal("cancelled task ran")
+	default:
+	}
+	var rpcErr *agentsdktest.RPCError
+	if _, err := a.Client.Cancel(ctx, first.ID); !errors.As(err, &rpcErr) || rpcErr.Code != -32002 {
+		t.Fatalf("cancel finished task: %v", err)
+	}
+}
