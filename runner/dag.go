@@ -282,6 +282,10 @@ func (s *scheduler) inSpan(i int) bool { return s.span(s.retry)[i] }
 func (s *scheduler) doRetry() {
 	p := s.retry
 	s.retry = nil
+	if s.ctx.Err() != nil {
+		s.refuseRetry(p, "the run was cancelled")
+		return
+	}
 	span := s.span(p)
 	var survivors []journalEntry
 	for _, je := range s.journal {

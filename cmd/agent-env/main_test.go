@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -355,6 +356,64 @@ func TestCtrlCCancelsAndTearsDown(t *testing.T) {
 	}
 	inst := c.instance(id[1])
 	if inst.Status != runner.StatusCancelled || inst.Error == nil || *inst.Error != "cancelled by Ctrl-C" {
+		t.Errorf("instance %s %v", inst.Status, inst.Error)
+	}
+}
+
+func TestRunKeepWaitsForCtrlC(t *testing.T) {
+	c := newCLI(t)
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, []string{"run", "hello", "--keep"}, c.deps(out, errb)) }()
+	out.waitFor(t, "Press Ctrl-C to tear down.\n")
+	if left := c.leftoverSandboxes(); len(left) != 1 {
+		t.Errorf("--keep: work folders %v, want the kept one", left)
+	}
+	s := out.String()
+	if strings.Contains(s, "Tore down") || !strings.Contains(s, "Kept:\n  sandbox box: local-") {
+		t.Errorf("before Ctrl-C:\n%s", s)
+	}
+	cancel(interruptFor(os.Interrupt))
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d after a kept, passed run\n%s", code, errb)
+	}
+	if !strings.HasSuffix(out.String(), "Tore down 1 sandbox.\n") {
+		t.Errorf("after Ctrl-C:\n%s", out)
+	}
+	if left := c.leftoverSandboxes(); len(left) != 0 {
+		t.Errorf("leftover work folders: %v", left)
+	}
+}
+
+func TestTaskRunSIGTERM(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	f := writeFile(t, filepath.Join(dir, "slow.json"), `[
+	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
+	  {"id":"wait","type":"verify_sandbox","sandbox_name":"box","criteria":[{"type":"bash_cmd_succeeds","bash_cmd":"sleep 300"}]}]`)
+	if code, out, stderr := c.run("task", "create", f, "--id", "slow"); code != 0 {
+		t.Fatalf("create: %s %s", out, stderr)
+	}
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"task", "run", "--id", "slow", "--output-dir", filepath.Join(dir, "o")}, c.deps(out, errb))
+	}()
+	out.waitFor(t, "Running step [2/2]: verify_sandbox (id=wait)...")
+	cancel(interruptFor(syscall.SIGTERM))
+	if code := <-done; code != exitTerminated {
+		t.Errorf("exit %d, want 143\n%s\n%s", code, out, errb)
+	}
+	id := regexp.MustCompile(`Task instance: (slow-[a-z0-9]{8})`).FindStringSubmatch(out.String())
+	if id == nil {
+		t.Fatalf("no instance line:\n%s", out)
+	}
+	inst := c.instance(id[1])
+	if inst.Status != runner.StatusCancelled || inst.Error == nil || *inst.Error != "cancelled by SIGTERM" {
 		t.Errorf("instance %s %v", inst.Status, inst.Error)
 	}
 }

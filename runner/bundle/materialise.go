@@ -353,6 +353,7 @@ func fileDoc(ctx context.Context, st Stores, id string, version int, name string
 	if err != nil {
 		return nil, err
 	}
+	sum := sha256.Sum256(content)
 	return json.Marshal(map[string]any{"type": "file", "filename": name, "content_type": info.ContentType,
-		"description": desc, "s3_url": info.URL})
+		"description": desc, "s3_url": info.URL, "size_bytes": len(content), "sha256": hex.EncodeToString(sum[:])})
 }
