@@ -1,6 +1,7 @@
 package envsdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -68,13 +69,29 @@ func (s *Server) dispatch(ctx context.Context, req *protocol.Request) (any, *pro
 		if s.get == nil {
 			break
 		}
-		if _, err := protocol.DecodeGetParams(req.Params); err != nil {
-			return nil, protocol.NewInvalidParams(err.Error())
+		if t := bytes.TrimSpace(req.Params); len(t) == 0 || t[0] != '{' {
+			return nil, protocol.NewInvalidParams("params: must be a JSON object")
+		}
+		var grant *WriteNamespaceGrant
+		if s.getGrant != nil { // a handler without grants ignores one
+			p, err := protocol.DecodeGetParams(req.Params)
+			if err != nil {
+				return nil, protocol.NewInvalidParams(err.Error())
+			}
+			if p.WriteNamespace != nil {
+				if grant, err = decodeGrant(p.WriteNamespace); err != nil {
+					return nil, protocol.NewInvalidParams(err.Error())
+				}
+			}
 		}
 		var parts []protocol.Part
 		err := s.runData(func() error {
 			var err error
-			parts, err = s.get(ctx)
+			if s.getGrant != nil {
+				parts, err = s.getGrant(ctx, grant)
+			} else {
+				parts, err = s.get(ctx)
+			}
 			return err
 		})
 		if err != nil {

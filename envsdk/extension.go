@@ -132,6 +132,9 @@ func (s *Server) mountExtensions(mux *http.ServeMux) ([]protocol.Extension, []er
 		required := reg.ext.Required
 		out = append(out, protocol.Extension{URI: reg.ext.URI, Description: reg.ext.Description, Params: params, Required: &required})
 	}
+	if s.getGrant != nil && !declared[protocol.URIDataObjects] {
+		out = append(out, protocol.Extension{URI: protocol.URIDataObjects, Description: dataObjectsDescription})
+	}
 	if len(out) == 0 {
 		out = nil
 	}

@@ -67,18 +67,20 @@ type Server struct {
 	opts Options
 	card protocol.EnvCard
 
-	mu      sync.Mutex
-	errs    []error
-	tools   []*toolReg
-	exts    []*extReg
-	hook    Hook
-	reset   func(context.Context) error
-	add     func(context.Context, []protocol.Part) error
-	get     func(context.Context) ([]protocol.Part, error)
-	clockOn bool
-	built   *built
-	dataMu  sync.Mutex // data-plane calls run one at a time
-	clock   clockState
+	mu    sync.Mutex
+	errs  []error
+	tools []*toolReg
+	exts  []*extReg
+	hook  Hook
+	reset func(context.Context) error
+	add   func(context.Context, []protocol.Part) error
+	get   func(context.Context) ([]protocol.Part, error)
+	// getGrant is set when data/get accepts a write-namespace grant.
+	getGrant func(context.Context, *WriteNamespaceGrant) ([]protocol.Part, error)
+	clockOn  bool
+	built    *built
+	dataMu   sync.Mutex // data-plane calls run one at a time
+	clock    clockState
 }
 
 // New returns a server for the card definition (nil is allowed: the name
@@ -155,7 +157,7 @@ func (s *Server) HandleAdd(h func(ctx context.Context, parts []protocol.Part) er
 // HandleGet registers data/get; the parts are the env's export, in the
 // format data/add reads.
 func (s *Server) HandleGet(h func(ctx context.Context) ([]protocol.Part, error)) {
-	s.register("data/get", func() { s.get = h })
+	s.register("data/get", func() { s.get, s.getGrant = h, nil })
 }
 
 // Name returns the resolved card name (spec §2.4).
