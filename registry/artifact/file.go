@@ -1,0 +1,218 @@
+package artifact
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"io/fs"
+	"mime"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+
+	"github.com/agentenv/agentenv/registry"
+)
+
+// FileInput describes a file artifact to create.
+type FileInput struct {
+	Filename    string // required; may contain '/' ("data/items.json")
+	ContentType string // "" = from the extension
+	Description string
+	Body        io.Reader // required
+}
+
+// PutFile stores a new version of file artifact id.
+func (s *Store) PutFile(ctx context.Context, id string, in FileInput) (*File, error) {
+	if err := checkName(in.Filename); err != nil {
+		return nil, err
+	}
+	open, size, sum, cleanup, err := spool(in.Body)
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	ct := in.ContentType
+	if ct == "" {
+		if ct = mime.TypeByExtension(path.Ext(in.Filename)); ct == "" {
+			ct = "application/octet-stream"
+		}
+	}
+	d, err := s.put(ctx, TypeFile, id, []payload{{name: in.Filename, contentType: ct, open: open}},
+		func(v int, urls map[string]string) any {
+			return File{Header: Header{Type: TypeFile, Description: in.Description}, Filename: in.Filename,
+				ContentType: ct, S3URL: urls[in.Filename], Size: size, SHA256: sum}
+		})
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	return &f, d.Decode(&f)
+}
+
+// PutFileFromPath stores the file at p (its base name unless filename is set).
+func (s *Store) PutFileFromPath(ctx context.Context, id, p, filename, description string) (*File, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return nil, fmt.Errorf("file artifact %s: %w", id, err)
+	}
+	defer fh.Close()
+	if filename == "" {
+		filename = filepath.Base(p)
+	}
+	return s.PutFile(ctx, id, FileInput{Filename: filename, Description: description, Body: fh})
+}
+
+// GetFile reads a file artifact document.
+func (s *Store) GetFile(ctx context.Context, ref registry.Ref) (*File, error) {
+	var f File
+	if err := s.getAs(ctx, ref, TypeFile, &f); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// OpenFile opens the bytes of a file artifact.
+func (s *Store) OpenFile(ctx context.Context, ref registry.Ref) (io.ReadCloser, *File, error) {
+	f, err := s.GetFile(ctx, ref)
+	if err != nil {
+		return nil, nil, err
+	}
+	rc, _, err := registry.OpenURL(ctx, s.objects, f.S3URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("file artifact %s: bytes: %w", f.Ref(), err)
+	}
+	return rc, f, nil
+}
+
+// WriteFile writes a file artifact's bytes to dir/<filename>.
+func (s *Store) WriteFile(ctx context.Context, ref registry.Ref, dir string) (string, error) {
+	f, err := s.GetFile(ctx, ref)
+	if err != nil {
+		return "", err
+	}
+	return s.writeMember(ctx, f, f.Filename, dir)
+}
+
+func (s *Store) writeMember(ctx context.Context, f *File, name, dir string) (string, error) {
+	if err := checkName(name); err != nil {
+		return "", err
+	}
+	key, err := s.objects.KeyOf(f.S3URL)
+	if err != nil {
+		return "", fmt.Errorf("file artifact %s: %w", f.Ref(), err)
+	}
+	dst := filepath.Join(dir, filepath.FromSlash(name))
+	if err := registry.DownloadToFile(ctx, s.objects, key, dst); err != nil {
+		return "", fmt.Errorf("file artifact %s: %w", f.Ref(), err)
+	}
+	return dst, nil
+}
+
+// UniverseOptions tunes PutUniverse.
+type UniverseOptions struct {
+	Description string
+}
+
+// PutUniverse stores a new version of file_artifact_universe id bundling
+// members (file name → file artifact). A member with Version 0 is pinned to
+// its latest version now; every member must exist and be a file.
+func (s *Store) PutUniverse(ctx context.Context, id string, members map[string]registry.Ref, o *UniverseOptions) (*FileArtifactUniverse, error) {
+	if len(members) == 0 {
+		return nil, &registry.InvalidError{Field: "file_artifact_refs", Reason: "a universe needs at least one file"}
+	}
+	var opt UniverseOptions
+	if o != nil {
+		opt = *o
+	}
+	ids := make(map[string]string, len(members))
+	refs := make(map[string]registry.Ref, len(members))
+	for name, ref := range members {
+		if err := checkName(name); err != nil {
+			return nil, err
+		}
+		f, err := s.GetFile(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("universe %s member %s: %w", id, name, err)
+		}
+		ids[name], refs[name] = f.ID, f.Ref()
+	}
+	d, err := s.put(ctx, TypeFileArtifactUniverse, id, nil, func(int, map[string]string) any {
+		return FileArtifactUniverse{Header: Header{Type: TypeFileArtifactUniverse, Description: opt.Description},
+			FileArtifactIDs: ids, FileArtifactRefs: refs}
+	})
+	if err != nil {
+		return nil, err
+	}
+	var u FileArtifactUniverse
+	return &u, d.Decode(&u)
+}
+
+// PutUniverseFromDir stores every regular file under dir as a file artifact
+// "<id>/<relative path>" and bundles them as universe id (put-bundled, and
+// bundle artifact folders with several files).
+func (s *Store) PutUniverseFromDir(ctx context.Context, id, dir string, o *UniverseOptions) (*FileArtifactUniverse, error) {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			rel, _ := filepath.Rel(dir, p)
+			names = append(names, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("universe %s: read %s: %w", id, dir, err)
+	}
+	if len(names) == 0 {
+		return nil, &registry.InvalidError{Field: "file-dir", Value: dir, Reason: "no files"}
+	}
+	sort.Strings(names)
+	members := make(map[string]registry.Ref, len(names))
+	for _, name := range names {
+		f, err := s.PutFileFromPath(ctx, id+"/"+name, filepath.Join(dir, filepath.FromSlash(name)), name, "")
+		if err != nil {
+			return nil, err
+		}
+		members[name] = f.Ref()
+	}
+	return s.PutUniverse(ctx, id, members, o)
+}
+
+// GetUniverse reads a file_artifact_universe document.
+func (s *Store) GetUniverse(ctx context.Context, ref registry.Ref) (*FileArtifactUniverse, error) {
+	var u FileArtifactUniverse
+	if err := s.getAs(ctx, ref, TypeFileArtifactUniverse, &u); err != nil {
+		return nil, err
+	}
+	return &u, nil
+}
+
+// WriteUniverse writes every member of a universe to dir/<filename>, in
+// name order, and returns the written paths.
+func (s *Store) WriteUniverse(ctx context.Context, ref registry.Ref, dir string) ([]string, error) {
+	u, err := s.GetUniverse(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(u.FileArtifactRefs))
+	for name := range u.FileArtifactRefs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var out []string
+	for _, name := range names {
+		f, err := s.GetFile(ctx, u.FileArtifactRefs[name])
+		if err != nil {
+			return out, fmt.Errorf("universe %s member %s: %w", u.Ref(), name, err)
+		}
+		p, err := s.writeMember(ctx, f, name, dir)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
