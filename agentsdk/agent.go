@@ -25,6 +25,8 @@ func (h Handler) Run(ctx context.Context, t *Task) (*Result, error) { return h(c
 // Middleware wraps a Handler (logging, metrics, policy), net/http style.
 type Middleware func(Handler) Handler
 
+// Optional interfaces: Configurable, Streamer, SkillInstaller.
+
 // Configurable is implemented by agents with typed settings. ConfigDefaults
 // returns a pointer to a struct whose json tags are the agent-config wire
 // names and whose values are the defaults; a field tagged
@@ -102,6 +104,9 @@ type Task struct {
 	Role string
 	// MCPServers are the servers added through mcp-config, by name.
 	MCPServers map[string]MCPServer
+	// Skills are the skills added through skill-config (identity skills
+	// of the card excluded).
+	Skills []RegisteredSkill
 	// Peers is the peer-agents routing table.
 	Peers []protocol.Peer
 	// SessionRef is the last Result.SessionRef of this context.

@@ -111,6 +111,9 @@ func (s *Server) renderCard() ([]byte, error) {
 		}
 		card.Skills = append(card.Skills, a2a.AgentSkill{ID: sk.ID, Name: sk.Name, Description: sk.Description, Tags: tags, Examples: sk.Examples})
 	}
+	for _, sk := range s.skills.snapshot() {
+		card.Skills = append(card.Skills, a2a.AgentSkill{ID: "skill-" + sk.Name, Name: sk.Name, Description: sk.Description, Tags: []string{"skill"}})
+	}
 	raw, err := json.Marshal(card)
 	if err != nil {
 		return nil, err

@@ -111,6 +111,7 @@ func (s *Server) newTask(rc *a2asrv.RequestContext, in *inbound, tlog *Trajector
 		ID: string(rc.TaskID), ContextID: rc.ContextID,
 		MCPServers: s.mcp.snapshot(),
 		Peers:      s.peers.get(),
+		Skills:     s.skills.snapshot(),
 		Trajectory: tlog,
 		config:     cfg,
 		srv:        s,

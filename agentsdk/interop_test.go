@@ -22,7 +22,7 @@ func TestInteropTRPCClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if card.Name != "test-agent" || card.URL != "/a2a" || len(card.Capabilities.Extensions) != 4 {
+	if card.Name != "test-agent" || card.URL != "/a2a" || len(card.Capabilities.Extensions) != 5 {
 		t.Fatalf("card = %+v", card)
 	}
 	// trpc posts JSON-RPC to its base URL: resolve the relative card url.

@@ -53,6 +53,7 @@ type Server struct {
 	config     *configState
 	mcp        *mcpRegistry
 	peers      peerTable
+	skills     skillRegistry
 	traj       *trajectoryStore
 	locks      contextLocks
 	sessions   *lru[string]
@@ -118,7 +119,7 @@ func New(card *Card, opts *Options) (*Server, error) {
 		h = mw(h)
 	}
 	s.handler = h
-	s.extensions = []*extension{s.mcpConfigExtension(), s.agentConfigExtension(), s.trajectoryExtension(), s.peerAgentsExtension()}
+	s.extensions = []*extension{s.mcpConfigExtension(), s.agentConfigExtension(), s.skillConfigExtension(), s.trajectoryExtension(), s.peerAgentsExtension()}
 
 	rpcPath, _ := s.card.rpcPath()
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))

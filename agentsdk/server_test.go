@@ -75,7 +75,7 @@ func TestCardAtBothPathsAndHealth(t *testing.T) {
 		for _, e := range caps["extensions"].([]any) {
 			uris = append(uris, e.(map[string]any)["uri"].(string))
 		}
-		want := []string{protocol.URIMCPConfig, protocol.URIAgentConfig, protocol.URITrajectory, protocol.URIPeerAgents}
+		want := []string{protocol.URIMCPConfig, protocol.URIAgentConfig, protocol.URISkillConfig, protocol.URITrajectory, protocol.URIPeerAgents}
 		if strings.Join(uris, ",") != strings.Join(want, ",") {
 			t.Fatalf("extensions = %v", uris)
 		}

@@ -84,3 +84,18 @@ func TestTrailerDataOmitsEmpty(t *testing.T) {
 		t.Fatal(UnhandledMessage("ab"))
 	}
 }
+
+func TestDecodeSkillConfigAdd(t *testing.T) {
+	r, err := DecodeSkillConfigAdd([]byte(`{"name":"pdf.v2_x-1","description":"d","skill_md":"# x"}`))
+	if err != nil || r.Name != "pdf.v2_x-1" || r.SkillMD != "# x" {
+		t.Fatalf("%+v %v", r, err)
+	}
+	if _, err := DecodeSkillConfigAdd([]byte(`{"name":"a","description":"d","skill_bundle":{}}`)); err != ErrSkillBundleUnsupported {
+		t.Fatalf("bundle: %v", err)
+	}
+	for _, b := range []string{`{"name":"_a","description":"d","skill_md":"x"}`, `{"name":"a","skill_md":"x"}`, `{"name":"a","description":"d","skill_md":""}`, `{"name":"a","description":"d","skill_md":"x","z":1}`} {
+		if _, err := DecodeSkillConfigAdd([]byte(b)); err == nil {
+			t.Errorf("%s: want error", b)
+		}
+	}
+}
