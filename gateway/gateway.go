@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentenv/agentenv/gateway/triggers"
+	"github.com/agentenv/agentenv/gateway/vclock"
 )
 
 // Version is reported as the MCP serverInfo.version.
@@ -36,22 +39,21 @@ type Options struct {
 	// Changelog overrides the changelog reader (tests, other stores); when
 	// nil, SERVICE_DB_URL selects Postgres or none.
 	Changelog ChangelogReader
-	// Clock is the virtual clock, used for the trajectory's virtual_time;
-	// nil means never armed.
-	Clock VirtualClock
+	// Clock is the virtual clock; a new unarmed one when nil (tests pass a
+	// clock on a fake real-time source).
+	Clock *vclock.Virtual
+	// GetTimeURL is env_get_time_url of GET /clock/state: the gateway's
+	// /clock/time as backing servers reach it; http://gateway:<port>/clock/time
+	// when empty.
+	GetTimeURL string
+	// Triggers configures the trigger engine (executor, barrier default).
+	Triggers *triggers.Options
 	// Middlewares run around every external tool call (/mcp and /step),
-	// inside the role check and outside the trajectory, in order. The
-	// trigger engine hooks in here.
+	// inside the trigger hook and outside the role check, in order.
 	Middlewares []Middleware
 	// HTTPClient is used for child MCP sessions, card fetches and the
 	// readiness wait; a pooled client when nil.
 	HTTPClient *http.Client
-}
-
-// VirtualClock is what the gateway core needs from the virtual clock.
-type VirtualClock interface {
-	// VirtualNow returns the virtual time and whether the clock is armed.
-	VirtualNow() (time.Time, bool)
 }
 
 // Gateway is one environment's front door. Build it with New, serve
@@ -67,6 +69,9 @@ type Gateway struct {
 	traj      *trajectory
 	changelog ChangelogReader
 	pg        *pgChangelog
+	clock     *vclock.Virtual
+	engine    *triggers.Engine
+	unsub     func()
 
 	consistent chan struct{} // the consistent-mode lock
 	call       CallHandler   // external chain
@@ -145,11 +150,11 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 		g.changelog = noChangelog{}
 	}
 
-	var vtime func() (time.Time, bool)
-	if g.opts.Clock != nil {
-		vtime = g.opts.Clock.VirtualNow
+	g.clock = g.opts.Clock
+	if g.clock == nil {
+		g.clock = vclock.New(nil)
 	}
-	g.traj = openTrajectory(c.TrajectoryFile, g.log, vtime)
+	g.traj = openTrajectory(c.TrajectoryFile, g.log, g.clock.Now)
 
 	g.reg = newRegistry(c)
 	for i, s := range c.Servers {
@@ -167,9 +172,12 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 		g.registerWebsiteTool()
 	}
 
-	external := []Middleware{g.roleMiddleware}
+	g.engine = triggers.New(triggerHost{g}, g.clock, g.opts.Triggers)
+	// Order of §5: the trigger hook sees every completed call (refused ones
+	// too, as isError), then role rules, trajectory, the consistent lock.
+	external := []Middleware{g.triggerMiddleware}
 	external = append(external, g.opts.Middlewares...)
-	external = append(external, g.trajectoryMiddleware, g.consistencyMiddleware)
+	external = append(external, g.roleMiddleware, g.trajectoryMiddleware, g.consistencyMiddleware)
 	g.call = Chain(g.dispatch, external...)
 	g.internal = Chain(g.dispatch, g.consistencyMiddleware)
 
@@ -184,6 +192,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	g.card = newCardCache(g)
 	g.mcp = newMCPFront(g)
 	g.buildRoutes()
+	g.mountEngines()
 	return g, nil
 }
 
@@ -206,6 +215,7 @@ func (g *Gateway) Start() {
 				return
 			}
 			g.started.Store(true)
+			g.engine.Start()
 			g.discoverAll(g.life)
 			for i := range g.children {
 				g.wg.Add(1)
@@ -270,6 +280,10 @@ func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		g.stop()
 		g.wg.Wait()
+		if g.unsub != nil {
+			g.unsub()
+		}
+		g.engine.Close()
 		g.mcp.close()
 		for _, c := range g.children {
 			c.Close()
