@@ -110,6 +110,10 @@ func (s *Server) mount(mux *http.ServeMux, e *extension) {
 				s.writeOpaque(w, err, slog.String("extension", e.uri), slog.String("operation", m.name))
 				return
 			}
+			if err := checkResponse(m.response, resp); err != nil {
+				s.writeOpaque(w, err, slog.String("extension", e.uri), slog.String("operation", m.name))
+				return
+			}
 			writeJSON(w, http.StatusOK, resp)
 		})
 	}
@@ -162,4 +166,34 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// checkResponse enforces the declared response fields (§6.2): an
+// undeclared or missing required field is a framework error (500), never
+// a leak of whatever the handler produced.
+func checkResponse(decl map[string]any, resp any) error {
+	if decl == nil {
+		return nil
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return errors.New("response is not a JSON object")
+	}
+	req, _ := decl["required"].([]string)
+	opt, _ := decl["optional"].([]string)
+	for _, k := range req {
+		if _, ok := m[k]; !ok {
+			return errors.New("response misses required field " + k)
+		}
+	}
+	for k := range m {
+		if !slices.Contains(req, k) && !slices.Contains(opt, k) {
+			return errors.New("response has undeclared field " + k)
+		}
+	}
+	return nil
 }
