@@ -106,7 +106,7 @@ func (s *Server) mountExtensions(mux *http.ServeMux) ([]protocol.Extension, []er
 			errs = append(errs, fmt.Errorf("envsdk: duplicate extension URI %q", reg.ext.URI))
 			continue
 		}
-		if paths[reg.path] || reg.path == protocol.DataPlanePath || reg.path == s.opts.MCPPath ||
+		if paths[reg.path] || reg.path == protocol.DataPlanePath || reg.path == s.opts.MCPPath || reg.path == InterfaceManifestPath ||
 			reg.path == protocol.EnvCardPath || reg.path == protocol.ReadyPath {
 			errs = append(errs, fmt.Errorf("envsdk: extension %s: duplicate route %q", reg.ext.URI, reg.path))
 			continue
@@ -131,6 +131,13 @@ func (s *Server) mountExtensions(mux *http.ServeMux) ([]protocol.Extension, []er
 		}
 		required := reg.ext.Required
 		out = append(out, protocol.Extension{URI: reg.ext.URI, Description: reg.ext.Description, Params: params, Required: &required})
+	}
+	if e := s.mountManifests(mux); e != nil && !declared[e.URI] {
+		if uris[e.URI] {
+			errs = append(errs, fmt.Errorf("envsdk: duplicate extension URI %q", e.URI))
+		} else {
+			out = append(out, *e)
+		}
 	}
 	if s.getGrant != nil && !declared[protocol.URIDataObjects] {
 		out = append(out, protocol.Extension{URI: protocol.URIDataObjects, Description: dataObjectsDescription})

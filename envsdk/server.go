@@ -78,9 +78,11 @@ type Server struct {
 	// getGrant is set when data/get accepts a write-namespace grant.
 	getGrant func(context.Context, *WriteNamespaceGrant) ([]protocol.Part, error)
 	clockOn  bool
-	built    *built
-	dataMu   sync.Mutex // data-plane calls run one at a time
-	clock    clockState
+	// manifests are served by ServeInterfaceManifests when not nil.
+	manifests map[string]json.RawMessage
+	built     *built
+	dataMu    sync.Mutex // data-plane calls run one at a time
+	clock     clockState
 }
 
 // New returns a server for the card definition (nil is allowed: the name
