@@ -56,6 +56,9 @@ type scheduler struct {
 	seedMap          map[string]string
 	journal          []journalEntry
 	epoch            int
+	// track: diffs are needed (an instance is recorded or a step can
+	// retry); otherwise the per-step snapshots are skipped.
+	track bool
 
 	running int
 	results chan stepResult
@@ -88,6 +91,12 @@ func (s *scheduler) run() (*Result, error) {
 		s.unmet[i] = len(s.deps[i])
 	}
 	s.seedMap = s.rc.Seed()
+	s.track = s.rec.enabled()
+	for _, d := range s.steps {
+		if d.RetryConfig != nil {
+			s.track = true
+		}
+	}
 	for i := 0; i < s.opts.StartStep; i++ {
 		s.state[i] = stateDone
 		s.success[i] = true
@@ -149,7 +158,9 @@ func (s *scheduler) launch(i int) {
 	s.running++
 	s.started[i] = s.r.now()
 	s.ended[i] = time.Time{}
-	s.before[i] = s.rc.Snapshot()
+	if s.track {
+		s.before[i] = s.rc.Snapshot()
+	}
 	if s.opts.OnStepStart != nil {
 		s.opts.OnStepStart(i, len(s.steps), d)
 	}
@@ -169,14 +180,16 @@ func (s *scheduler) complete(res stepResult, retryOK bool) {
 	i, d := res.i, s.steps[res.i]
 	s.ended[i] = s.r.now()
 	secs := s.ended[i].Sub(s.started[i]).Seconds()
-	after := s.rc.Snapshot()
-	ops := Diff(s.before[i], after)
+	var ops Ops
+	if s.track {
+		ops = Diff(s.before[i], s.rc.Snapshot())
+	}
 	if res.err == nil {
 		s.state[i] = stateDone
 		s.success[i] = true
 		s.journal = append(s.journal, journalEntry{i: i, ops: ops})
 		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeSuccess})
-		s.rec.step(s.ctx, d.ID, "success", safeOps(s.before[i], after), len(s.steps), s.epoch)
+		s.rec.step(s.ctx, d.ID, "success", safeOps(ops), len(s.steps), s.epoch)
 		s.release(i)
 		s.callback(i, secs, nil)
 		return
@@ -204,7 +217,9 @@ func (s *scheduler) complete(res stepResult, retryOK bool) {
 		s.state[i] = stateDone
 		s.journal = append(s.journal, journalEntry{i: i, ops: ops})
 		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeTolerated, Err: res.err})
-		s.rec.step(s.ctx, d.ID, "failure", safeOps(s.before[i], s.rc.Snapshot()), len(s.steps), s.epoch)
+		if s.track {
+			s.rec.step(s.ctx, d.ID, "failure", safeOps(Diff(s.before[i], s.rc.Snapshot())), len(s.steps), s.epoch)
+		}
 		s.release(i)
 	default:
 		fs.IsFatal = true
@@ -400,7 +415,34 @@ func overlaps(a0, a1, b0, b1 time.Time) bool {
 	return a0.Before(b1) && b0.Before(a1)
 }
 
-// safeOps is the diff of the safe forms, what the instance record receives.
-func safeOps(before, after map[string]any) Ops {
-	return Diff(redact.Strip(before).(map[string]any), redact.Strip(after).(map[string]any))
+// safeOps is ops without the safe-form secret keys: operations on a path
+// through such a key are dropped and values are stripped. It is what the
+// instance record receives.
+func safeOps(o Ops) Ops {
+	var out Ops
+	for _, st := range o.Sets {
+		if !secretPath(st.Path) {
+			out.Sets = append(out.Sets, SetOp{Path: st.Path, Value: redact.Strip(st.Value)})
+		}
+	}
+	for _, u := range o.Unsets {
+		if !secretPath(u) {
+			out.Unsets = append(out.Unsets, u)
+		}
+	}
+	for _, a := range o.AddToSets {
+		if !secretPath(a.Path) {
+			out.AddToSets = append(out.AddToSets, AddToSetOp{Path: a.Path, Values: redact.Strip(a.Values).([]any)})
+		}
+	}
+	return out
+}
+
+func secretPath(p []string) bool {
+	for _, k := range p {
+		if redact.IsSafeFormKey(k) {
+			return true
+		}
+	}
+	return false
 }
