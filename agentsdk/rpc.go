@@ -68,7 +68,11 @@ func (s *Server) rpcHandler(inner http.Handler) http.Handler {
 			Params  json.RawMessage `json:"params"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
-			writeRPCError(w, nil, protocol.CodeParseError, "Parse error: the body is not a JSON-RPC object")
+			if json.Valid(body) {
+				writeRPCError(w, nil, protocol.CodeInvalidRequest, "Invalid request: the body must be one JSON-RPC request object")
+				return
+			}
+			writeRPCError(w, nil, protocol.CodeParseError, "Parse error: the body is not valid JSON")
 			return
 		}
 		if env.JSONRPC != "2.0" || env.Method == "" {
@@ -80,6 +84,13 @@ func (s *Server) rpcHandler(inner http.Handler) http.Handler {
 		case "message/stream", "tasks/resubscribe":
 			if !s.streaming {
 				writeRPCError(w, env.ID, codeUnsupportedOperation, "Unsupported operation: this agent does not stream")
+				return
+			}
+		}
+		switch env.Method {
+		case "tasks/get", "tasks/cancel", "tasks/resubscribe":
+			if err := validateTaskIDParams(env.Params); err != nil {
+				writeRPCError(w, env.ID, protocol.CodeInvalidParams, "Invalid params: "+err.Error())
 				return
 			}
 		}
@@ -238,6 +249,28 @@ func validateSendParamsInner(raw json.RawMessage) (string, []protocol.Part, *boo
 		return "", nil, nil, errors.New("metadata: must be an object")
 	}
 	return *m.MessageID, parts, blocking, nil
+}
+
+// validateTaskIDParams checks {id, historyLength?, metadata?}.
+func validateTaskIDParams(raw json.RawMessage) error {
+	var p struct {
+		ID            *string         `json:"id"`
+		HistoryLength *int            `json:"historyLength"`
+		Metadata      json.RawMessage `json:"metadata"`
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return errors.New("params: must be an object")
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return errors.New("params: id must be a string, historyLength an integer")
+	}
+	if p.ID == nil || *p.ID == "" {
+		return errors.New("id: required")
+	}
+	if len(p.Metadata) > 0 && string(p.Metadata) != "null" && p.Metadata[0] != '{' {
+		return errors.New("metadata: must be an object")
+	}
+	return nil
 }
 
 // requestHandler makes non-blocking sends answer at once with the task in

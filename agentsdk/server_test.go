@@ -266,6 +266,17 @@ func TestBadMessagesAreInvalidParams(t *testing.T) {
 	if err := a.Client.Call(ctx, "tasks/get", map[string]any{"id": "missing"}, nil); !errors.As(err, &rpcErr) || rpcErr.Code != -32001 {
 		t.Fatalf("unknown task: %v", err)
 	}
+	for _, params := range []any{map[string]any{"id": 5}, map[string]any{}, []any{}, map[string]any{"id": "x", "historyLength": "2"}} {
+		if err := a.Client.Call(ctx, "tasks/get", params, nil); !errors.As(err, &rpcErr) || rpcErr.Code != protocol.CodeInvalidParams {
+			t.Errorf("tasks/get %v: %v", params, err)
+		}
+	}
+	if st, body, _ := a.Client.Ext(ctx, http.MethodPost, "/a2a", `[{"jsonrpc":"2.0"}]`); st != 200 || !strings.Contains(string(body), "-32600") {
+		t.Fatalf("batch: %d %s", st, body)
+	}
+	if st, body, _ := a.Client.Ext(ctx, http.MethodPost, "/a2a", `{"jsonrpc":"1.0","id":1,"method":"tasks/get"}`); st != 200 || !strings.Contains(string(body), "-32600") {
+		t.Fatalf("bad version: %d %s", st, body)
+	}
 	status, body, _ := a.Client.Ext(ctx, http.MethodPost, "/a2a", "{not json")
 	if status != 200 || !strings.Contains(string(body), "-32700") {
 		t.Fatalf("parse error: %d %s", status, body)
