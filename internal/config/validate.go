@@ -1,0 +1,75 @@
+package config
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// StoreImpls lists the built-in implementations per store kind (aliases
+// included). Plugins may add more later.
+var storeImpls = map[string][]string{
+	"document": {"local", "sqlite", "postgres"},
+	"object":   {"local", "filesystem"},
+	"image":    {"local"},
+	"secret":   {"local", "env"},
+}
+
+// StoreImpls returns the accepted implementation names of a store kind.
+func StoreImpls(kind string) []string { return append([]string(nil), storeImpls[kind]...) }
+
+// Validate checks values that are wrong whatever the context.
+func (c *Config) Validate() error {
+	for kind, spec := range map[string]StoreSpec{"document": c.Stores.Document, "object": c.Stores.Object,
+		"image": c.Stores.Image, "secret": c.Stores.Secret} {
+		if !contains(storeImpls[kind], spec.Impl) {
+			msg := fmt.Sprintf("unknown %s store %q (known: %s)", kind, spec.Impl, strings.Join(storeImpls[kind], ", "))
+			if s := suggest(spec.Impl, storeImpls[kind]); s != "" {
+				msg += "; did you mean " + s + "?"
+			}
+			return &Error{File: c.File, Key: "stores." + kind + ".impl", Msg: msg + " [" + c.Source("stores."+kind+".impl") + "]"}
+		}
+	}
+	if c.Stores.Document.Impl == "postgres" && c.Stores.Document.StoreConfigString("dsn") == "" {
+		return &Error{File: c.File, Key: "stores.document.config.dsn", Msg: "the postgres document store needs a dsn (a reference such as env:AGENT_ENV_POSTGRES_DSN is fine)"}
+	}
+	if sf := c.Stores.Secret.StoreConfigString("file_path"); strings.HasPrefix(sf, "secret:") {
+		return &Error{File: c.File, Key: "stores.secret.config.file_path", Msg: "[stores.secret] cannot use secret: references"}
+	}
+	if c.Runner.Impl != "local" {
+		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: local)", c.Runner.Impl)}
+	}
+	if c.Runner.Config.Workers < 1 {
+		return &Error{File: c.File, Key: "runner.config.workers", Msg: fmt.Sprintf("must be >= 1, got %d", c.Runner.Config.Workers)}
+	}
+	for name, v := range map[string]string{"sandbox.default": c.Sandbox.Default, "sandbox.agent_default": c.Sandbox.AgentDefault} {
+		for _, part := range strings.Split(v, ",") {
+			if strings.TrimSpace(part) == "" {
+				return &Error{File: c.File, Key: name, Msg: fmt.Sprintf("empty provider name in %q", v)}
+			}
+		}
+	}
+	if c.Agents.DefaultA2AAgentID == "" {
+		return &Error{File: c.File, Key: "agents.default_a2a_agent_id", Msg: "must not be empty"}
+	}
+	var aliases []string
+	for k := range c.Artifacts.TypeAliases {
+		aliases = append(aliases, k)
+	}
+	sort.Strings(aliases)
+	for _, k := range aliases {
+		if c.Artifacts.TypeAliases[k] == "" {
+			return &Error{File: c.File, Key: "artifacts.type_aliases." + k, Msg: "empty target type"}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
