@@ -214,3 +214,19 @@ func TestHostPort(t *testing.T) {
 		t.Fatalf("fallback name %q", s.Name())
 	}
 }
+
+// spec §15 "Default card": all three data handlers, nothing else.
+func TestDefaultCardFullDataPlane(t *testing.T) {
+	s := envsdk.New(&protocol.EnvCard{Name: "data"}, &envsdk.Options{Getenv: noEnv})
+	s.HandleReset(func(context.Context) error { return nil })
+	s.HandleAdd(func(context.Context, []protocol.Part) error { return nil })
+	s.HandleGet(func(context.Context) ([]protocol.Part, error) { return nil, nil })
+	env := envsdktest.Start(t, s)
+	_, _, got := getJSON(t, env.CardURL)
+	want := mustJSON(t, `{"name":"data","protocolVersion":"1.0","url":"/agentenv","preferredTransport":"JSONRPC",
+		"additionalInterfaces":[{"url":"/mcp","transport":"mcp"}],
+		"capabilities":{"extensions":null,"tools":null,"operations":["data/reset","data/add","data/get"]},"children_environments":null}`)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("card (-want +got):\n%s", d)
+	}
+}

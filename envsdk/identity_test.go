@@ -304,3 +304,16 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	ya, _ := json.Marshal(y)
 	return string(xa) == string(ya)
 }
+
+func TestHookRefusalGoSDK(t *testing.T) {
+	s, ran, _ := whoServer(t)
+	env := envsdktest.Start(t, s)
+	cs := goSDKSession(t, env.MCPURL, map[string]string{"AgentEnv-Role": "intruder"})
+	res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || !res.IsError || res.Content[0].(*sdk.TextContent).Text != "Tool 'whoami' is disabled for role 'intruder'" {
+		t.Fatalf("refusal: %v %+v", err, res)
+	}
+	if ran.Load() != 0 {
+		t.Fatal("refused tool ran")
+	}
+}
