@@ -2,6 +2,7 @@ package runner_test
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 
@@ -127,5 +128,36 @@ func TestRunContextLookups(t *testing.T) {
 	cp.SetMetadata("only_copy", true)
 	if _, ok := rc.Metadata("only_copy"); ok {
 		t.Error("Copy shares its document")
+	}
+}
+
+func TestEnvAndAgentLookups(t *testing.T) {
+	rc := runner.NewRunContext(map[string]any{"deployed_envs": []any{
+		map[string]any{"env_id": "items", "mcp_url": "http://a/mcp", "metadata": map[string]any{"deploy_step_id": "d1"}, "extra": 1},
+	}}, nil)
+	if e, err := rc.Env("items", ""); err != nil || e.MCPURL != "http://a/mcp" || e.DeployStepID() != "d1" {
+		t.Errorf("Env = %+v, %v", e, err)
+	}
+	if err := rc.AddEnv(runner.DeployedEnv{EnvID: "items"}); !errors.Is(err, runner.ErrDuplicateName) {
+		t.Errorf("duplicate env: %v", err)
+	}
+	if _, err := rc.Env("items", "d2"); !errors.Is(err, runner.ErrUnknownName) {
+		t.Errorf("wrong env_step_id: %v", err)
+	}
+	if err := rc.AddAgent(runner.DeployedAgent{A2AURL: "http://agent"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := rc.Agent(""); err != nil || a.AgentName != "default-agent" || a.A2AURL != "http://agent" {
+		t.Errorf("Agent = %+v, %v", a, err)
+	}
+	if err := rc.AddAgent(runner.DeployedAgent{AgentName: "default-agent"}); !errors.Is(err, runner.ErrDuplicateName) {
+		t.Errorf("duplicate agent: %v", err)
+	}
+	if _, err := rc.Agent("judge"); err == nil || err.Error() != `no agent named "judge" in the run context (have: [default-agent])` {
+		t.Errorf("unknown agent: %v", err)
+	}
+	// Unknown fields of an entry survive in the document.
+	if e := rc.Snapshot()["deployed_envs"].([]any)[0].(map[string]any); e["extra"] != 1.0 {
+		t.Errorf("entry lost a field: %v", e)
 	}
 }
