@@ -174,9 +174,48 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveTools(w, r, &msg)
 		return
 	}
+	if len(trimmed) > 0 && trimmed[0] == '[' && f.versionOK(r) {
+		var batch []rpcMessage
+		if json.Unmarshal(trimmed, &batch) == nil && len(batch) > 0 {
+			f.serveBatch(w, r, batch)
+			return
+		}
+	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	f.http.ServeHTTP(w, r)
+}
+
+// serveBatch answers a JSON-RPC batch (protocol 2025-03-26) of tools/list
+// and tools/call requests and notifications; mcp-go does not read batches.
+// Other requests in a batch get -32601.
+func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []rpcMessage) {
+	sess := f.session(w, r)
+	if sess == nil {
+		return
+	}
+	var out [][]byte
+	for i := range batch {
+		m := &batch[i]
+		if len(m.ID) == 0 || string(m.ID) == "null" {
+			continue // a notification: nothing to answer
+		}
+		switch m.Method {
+		case string(mcp.MethodToolsList), string(mcp.MethodToolsCall):
+			out = append(out, f.answer(r, sess, m))
+		default:
+			out = append(out, rpcBytes(m.ID, nil, &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "method not supported in a batch: " + m.Method}))
+		}
+	}
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write([]byte{'['})
+	_, _ = w.Write(bytes.Join(out, []byte{','}))
+	_, _ = w.Write([]byte("]\n"))
 }
 
 func (f *mcpFront) versionOK(r *http.Request) bool {
@@ -192,8 +231,8 @@ func (f *mcpFront) versionOK(r *http.Request) bool {
 	return false
 }
 
-// serveTools answers tools/list and tools/call for a known session.
-func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMessage) {
+// session returns the request's known inbound session, or answers 400/404.
+func (f *mcpFront) session(w http.ResponseWriter, r *http.Request) *inSession {
 	sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID))
 	if sess == nil {
 		if r.Header.Get(protocol.HeaderMCPSessionID) == "" {
@@ -201,8 +240,24 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 		} else {
 			http.Error(w, "Invalid session ID", http.StatusNotFound)
 		}
+	}
+	return sess
+}
+
+// serveTools answers tools/list and tools/call for a known session.
+func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMessage) {
+	sess := f.session(w, r)
+	if sess == nil {
 		return
 	}
+	b := f.answer(r, sess, msg)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// answer runs one tools/list or tools/call and renders its response.
+func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []byte {
 	role := protocol.GatewayRole(strings.TrimSpace(r.Header.Get(protocol.HeaderRole)))
 	sess.mu.Lock()
 	sess.role = role
@@ -222,8 +277,7 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 			Arguments json.RawMessage `json:"arguments"`
 		}
 		if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil || p.Name == nil {
-			writeRPC(w, msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
-			return
+			return rpcBytes(msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
 		}
 		if string(p.Arguments) == "null" {
 			p.Arguments = nil
@@ -241,7 +295,7 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 			result = res.Raw
 		}
 	}
-	writeRPC(w, msg.ID, result, nil)
+	return rpcBytes(msg.ID, result, nil)
 }
 
 // listResult is the tools/list result for a role: the registry filtered by
@@ -300,9 +354,10 @@ func (f *mcpFront) notifyChanged() {
 	}
 }
 
-// writeRPC writes one JSON-RPC response as application/json.
-func writeRPC(w http.ResponseWriter, id json.RawMessage, result json.RawMessage, rpcErr *protocol.Error) {
+// rpcBytes renders one JSON-RPC response.
+func rpcBytes(id json.RawMessage, result json.RawMessage, rpcErr *protocol.Error) []byte {
 	var b bytes.Buffer
+	b.Grow(len(result) + 48)
 	b.WriteString(`{"jsonrpc":"2.0","id":`)
 	b.Write(id)
 	if rpcErr != nil {
@@ -313,8 +368,6 @@ func writeRPC(w http.ResponseWriter, id json.RawMessage, result json.RawMessage,
 		b.WriteString(`,"result":`)
 		b.Write(result)
 	}
-	b.WriteString("}\n")
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(b.Bytes())
+	b.WriteByte('}')
+	return b.Bytes()
 }
