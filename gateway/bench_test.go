@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"runtime"
 	"slices"
@@ -161,5 +162,73 @@ func BenchmarkSessionsMemory(b *testing.B) {
 		after := heap()
 		b.ReportMetric(float64(idle)/(1<<20), "idle-heap-MB")
 		b.ReportMetric(float64(after-idle)/1000/1024, "KB/session")
+	}
+}
+
+// BenchmarkManySessions holds 4,096 MCP sessions open on one gateway and
+// makes one tools/call on each, 64 at a time; it reports the share of calls
+// that succeeded (target ≥ 99%).
+func BenchmarkManySessions(b *testing.B) {
+	const sessions = 4096
+	for i := 0; i < b.N; i++ {
+		child := startChild(b, "items", nil)
+		tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 64
+		hc := &http.Client{Transport: tr}
+		post := func(sid, body string) (*http.Response, error) {
+			req, _ := http.NewRequest("POST", tg.URL+"/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if sid != "" {
+				req.Header.Set("Mcp-Session-Id", sid)
+				req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+			}
+			return hc.Do(req)
+		}
+		ids := make([]string, sessions)
+		var ok atomic.Int64
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, 64)
+		for s := 0; s < sessions; s++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				resp, err := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"m","version":"0"}}}`)
+				if err != nil {
+					return
+				}
+				resp.Body.Close()
+				ids[s] = resp.Header.Get("Mcp-Session-Id")
+				if resp, err := post(ids[s], `{"jsonrpc":"2.0","method":"notifications/initialized"}`); err == nil {
+					resp.Body.Close()
+				}
+			}()
+		}
+		wg.Wait()
+		for s := 0; s < sessions; s++ {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				resp, err := post(ids[s], `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"items_echo","arguments":{"s":1}}}`)
+				if err != nil {
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 200 && strings.Contains(string(body), `{\"s\":1}`) {
+					ok.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if n := len(tg.mcp.sessions.all()); n < sessions {
+			b.Fatalf("only %d sessions held", n)
+		}
+		b.ReportMetric(100*float64(ok.Load())/sessions, "%ok")
 	}
 }

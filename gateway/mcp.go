@@ -116,6 +116,10 @@ func newMCPFront(g *Gateway) *mcpFront {
 			is.view = f.viewHash(is.role)
 			is.mu.Unlock()
 		}
+		// A new session retries a discovery that has not succeeded yet (§2 step 5).
+		if !g.reg.discovered() {
+			go g.ensureDiscovery(g.life)
+		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) {
 		_, _ = f.sessions.Terminate(s.SessionID())
