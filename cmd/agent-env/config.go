@@ -6,6 +6,6 @@ import (
 
 func newConfigCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Inspect configuration (read-only)"}
-	cmd.AddCommand(newConfigShowCmd(d))
+	cmd.AddCommand(newConfigShowCmd(d), newConfigExplainCmd(d))
 	return cmd
 }

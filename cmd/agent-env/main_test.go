@@ -77,7 +77,7 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) deps(stdout, stderr *syncBuffer) *deps {
 	return &deps{stdout: stdout, stderr: stderr, bundles: bundles.FS(), sandboxRoot: local.DefaultRoot,
-		openStores: openDefaultStores, getenv: os.Getenv}
+		openStoresFor: openDefaultStores, getenv: os.Getenv}
 }
 
 // run executes the CLI with a fresh command tree.
@@ -415,5 +415,39 @@ func TestTaskRunSIGTERM(t *testing.T) {
 	inst := c.instance(id[1])
 	if inst.Status != runner.StatusCancelled || inst.Error == nil || *inst.Error != "cancelled by SIGTERM" {
 		t.Errorf("instance %s %v", inst.Status, inst.Error)
+	}
+}
+
+func TestConfig(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	cfgPath := writeFile(t, filepath.Join(dir, "config.toml"), "[sandbx]\ndefault = \"local\"\n\n[model]\napi_key = \"sk-very-secret\"\nbase_url = \"http://127.0.0.1:4000\"\n")
+	t.Setenv("AGENT_ENV_CONFIG", cfgPath)
+	code, out, stderr := c.run("config", "show")
+	if code != 0 || !strings.Contains(out, "# config file: "+cfgPath) || !strings.Contains(out, "did you mean [sandbox]?") ||
+		strings.Contains(out, "sk-very-secret") || !strings.Contains(out, "base_url") {
+		t.Errorf("config show: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, _ = c.run("config", "explain", "model.base_url")
+	if code != 0 || out != "model.base_url = \"http://127.0.0.1:4000\"  # file\n" {
+		t.Errorf("explain: exit %d %q", code, out)
+	}
+	code, out, _ = c.run("config", "show", "--json")
+	if code != 0 || !strings.Contains(out, `"file": "`+cfgPath+`"`) {
+		t.Errorf("show --json: %d\n%s", code, out)
+	}
+	// A configured file that does not exist fails every command.
+	t.Setenv("AGENT_ENV_CONFIG", filepath.Join(dir, "missing.toml"))
+	for _, args := range [][]string{{"config", "show"}, {"run", "hello"}, {"task", "list"}} {
+		code, _, stderr := c.run(args...)
+		if code != 1 || !strings.HasPrefix(stderr, "Error: config ") || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v with a missing AGENT_ENV_CONFIG: exit %d %q", args, code, stderr)
+		}
+	}
+	// Stores this build cannot open are refused by name.
+	t.Setenv("AGENT_ENV_CONFIG", writeFile(t, filepath.Join(dir, "pg.toml"), "[stores.document]\nimpl = \"postgres\"\nconfig = { dsn = \"postgres://x\" }\n"))
+	code, _, stderr = c.run("task", "list")
+	if code != 1 || !strings.Contains(stderr, `[stores] document = "postgres"`) {
+		t.Errorf("postgres store: exit %d %q", code, stderr)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
@@ -25,8 +26,8 @@ type deps struct {
 	bundles fs.FS
 	// sandboxRoot is where local work folders go.
 	sandboxRoot func() string
-	// openStores opens the configured stores.
-	openStores func(ctx context.Context) (*storeSet, error)
+	// openStoresFor opens the stores of a configuration.
+	openStoresFor func(ctx context.Context, cfg *config.Config) (*storeSet, error)
 	// getenv reads the environment.
 	getenv func(string) string
 	// verbose is set by -v.
@@ -35,12 +36,12 @@ type deps struct {
 
 func defaultDeps() *deps {
 	return &deps{
-		stdout:      os.Stdout,
-		stderr:      os.Stderr,
-		bundles:     bundles.FS(),
-		sandboxRoot: local.DefaultRoot,
-		openStores:  openDefaultStores,
-		getenv:      os.Getenv,
+		stdout:        os.Stdout,
+		stderr:        os.Stderr,
+		bundles:       bundles.FS(),
+		sandboxRoot:   local.DefaultRoot,
+		openStoresFor: openDefaultStores,
+		getenv:        os.Getenv,
 	}
 }
 
@@ -67,4 +68,28 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")
 	root.AddCommand(newRunCmd(d), newTaskCmd(d), newConfigCmd(d), newRegistryCmd(d))
 	return root
+}
+
+// loadConfig reads config.toml (runner.md §12); a missing AGENT_ENV_CONFIG
+// file fails every command that needs configuration.
+func (d *deps) loadConfig() (*config.Config, error) {
+	return config.Load(&config.Options{Getenv: d.getenv})
+}
+
+// openStores loads the configuration and opens its stores; config
+// warnings (unknown keys) are logged.
+func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range cfg.Warnings {
+		d.logger().Warn("config", "warning", w.String())
+	}
+	st, err := d.openStoresFor(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	st.defaultSandbox = cfg.Sandbox.Default
+	return st, nil
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/fsobject"
 	"github.com/agentenv/agentenv/registry/sqlite"
@@ -20,6 +22,8 @@ type storeSet struct {
 	objects   registry.ObjectStore
 	stateRoot string
 	closers   []func() error
+	// defaultSandbox is [sandbox] default.
+	defaultSandbox string
 }
 
 // docsFor routes an id to its document store.
@@ -38,27 +42,48 @@ func (s *storeSet) Close() error {
 	return errors.Join(errs...)
 }
 
-// openDefaultStores opens the local stores under the state root: SQLite
-// documents and the filesystem object store.
+// openDefaultStores opens the local stores of [stores]: SQLite documents
+// (config key path, default <state root>/document_store/documents.db; the
+// @local documents in local_path, default the same file) and the
+// filesystem object store (root, default <state root>/object_store).
 //
-// This is a small adapter until the registry's configured store set
-// (registry/stores, [stores] in config.toml) is available to commands; it
-// uses one SQLite file for both the default and the @local documents.
-func openDefaultStores(ctx context.Context) (*storeSet, error) {
+// It is a small adapter until the registry's store-set opener is available
+// to commands; other implementations (postgres) are refused by name.
+func openDefaultStores(ctx context.Context, cfg *config.Config) (*storeSet, error) {
 	root, err := registry.StateRoot()
 	if err != nil {
 		return nil, err
 	}
-	docs, err := sqlite.Open(ctx, "", nil)
+	ds, obj := cfg.Stores.Document, cfg.Stores.Object
+	if ds.Impl != "local" && ds.Impl != "sqlite" {
+		return nil, fmt.Errorf("[stores] document = %q: this build of the CLI opens only the local SQLite store", ds.Impl)
+	}
+	if obj.Impl != "local" && obj.Impl != "filesystem" {
+		return nil, fmt.Errorf("[stores] object = %q: this build of the CLI opens only the local object store", obj.Impl)
+	}
+	st := &storeSet{stateRoot: root}
+	docs, err := sqlite.Open(ctx, ds.StoreConfigString("path"), nil)
 	if err != nil {
 		return nil, err
 	}
-	objs, err := fsobject.New("", nil)
+	st.docs, st.local = docs, docs
+	st.closers = append(st.closers, docs.Close)
+	if lp := ds.StoreConfigString("local_path"); lp != "" {
+		local, err := sqlite.Open(ctx, lp, nil)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		st.local = local
+		st.closers = append(st.closers, local.Close)
+	}
+	objs, err := fsobject.New(obj.StoreConfigString("root"), nil)
 	if err != nil {
-		docs.Close()
+		st.Close()
 		return nil, err
 	}
-	return &storeSet{docs: docs, local: docs, objects: objs, stateRoot: root, closers: []func() error{docs.Close}}, nil
+	st.objects = objs
+	return st, nil
 }
 
 // services builds the runner services of a command. Expired local
@@ -69,10 +94,11 @@ func (d *deps) services(ctx context.Context, st *storeSet, docs registry.Documen
 		d.logger().Info("reaped expired local sandboxes", "sandbox_ids", reaped, "error", err)
 	}
 	return &runner.Services{
-		Documents: docs,
-		Objects:   st.objects,
-		Sandboxes: map[string]runner.SandboxProvider{local.TypeName: lp},
-		Logger:    d.logger(),
+		Documents:      docs,
+		Objects:        st.objects,
+		Sandboxes:      map[string]runner.SandboxProvider{local.TypeName: lp},
+		DefaultSandbox: st.defaultSandbox,
+		Logger:         d.logger(),
 	}
 }
 
