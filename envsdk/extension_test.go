@@ -31,7 +31,18 @@ type lookupIn struct {
 	When    envsdk.Date `json:"when,omitempty"`
 }
 
-func extServer(t *testing.T) *envsdktest.Env {
+func extServer(t *testing.T) *envsdktest.Env { return envsdktest.Start(t, extEnv()) }
+
+// extHandler is the same env as a plain handler (for the fuzz target).
+func extHandler(tb testing.TB) http.Handler {
+	h, err := extEnv().Handler()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return h
+}
+
+func extEnv() *envsdk.Server {
 	s := envsdk.New(&protocol.EnvCard{Name: "ext", Capabilities: protocol.EnvCapabilities{Extensions: []protocol.Extension{
 		{URI: "urn:declared/v1", Description: "Declared on the card.", Params: json.RawMessage(`{"endpoint":"/custom"}`)},
 	}}}, &envsdk.Options{Getenv: noEnv, MaxBodyBytes: 512})
@@ -49,7 +60,7 @@ func extServer(t *testing.T) *envsdktest.Env {
 		func(context.Context, *envsdk.Request, struct{}) (any, error) { return nil, nil })
 	envsdk.AddExtension(s, &envsdk.Extension{URI: "urn:declared/v1", Name: "declared", Path: "/custom"},
 		func(context.Context, *envsdk.Request, struct{}) (string, error) { return "served", nil })
-	return envsdktest.Start(t, s)
+	return s
 }
 
 func do(t *testing.T, method, url, body string, h map[string]string) (int, any) {

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -78,6 +81,53 @@ func FuzzDataPlane(f *testing.F) {
 		}
 		if bytes.Contains(b, []byte("s3cr3t")) {
 			t.Fatalf("answer echoes a secret value: %s", b)
+		}
+	})
+}
+
+// FuzzExtension sends arbitrary bodies and query strings to REST
+// extensions: every answer is 200 with JSON, or 400 (413 over the body
+// limit) with the spec's invalid_params body; never a 500 or a crash.
+//
+//	go test -run '^$' -fuzz FuzzExtension -fuzztime 30s ./envsdk/
+func FuzzExtension(f *testing.F) {
+	for _, seed := range [][2]string{
+		{`{"message":"hi"}`, "limit=1"},
+		{``, "limit=1&verbose=yes&level=2&tags=a&tags=b&when=2026-03-01"},
+		{`[]`, "limit=1.5"},
+		{`{"message":null}`, "limit=99999999999999999999"},
+		{`{"message":{"a":1}}`, "level=4&limit=-1"},
+		{`{"message":"x"} {}`, "when=2026-02-30&limit=1"},
+		{"{\"message\":\"\xff\"}", "%zz"},
+	} {
+		f.Add([]byte(seed[0]), seed[1])
+	}
+	srv := httptest.NewServer(extHandler(f))
+	defer srv.Close()
+	c := srv.Client()
+	f.Fuzz(func(t *testing.T, body []byte, query string) {
+		check := func(resp *http.Response, err error) {
+			if err != nil {
+				t.Fatalf("transport error: %v", err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 && resp.StatusCode != 400 && resp.StatusCode != 413 {
+				t.Fatalf("status %d: %s", resp.StatusCode, b)
+			}
+			if !json.Valid(b) {
+				t.Fatalf("not JSON: %q", b)
+			}
+			if resp.StatusCode != 200 && !bytes.HasPrefix(b, []byte(`{"ok":false,"error":{"code":"invalid_params","message":`)) {
+				t.Fatalf("400 body %s", b)
+			}
+		}
+		check(c.Post(srv.URL+"/agentenv/ext/echo", "application/json", bytes.NewReader(body)))
+		check(c.Get(srv.URL + "/agentenv/ext/lookup?" + url.PathEscape(query)))
+		// Raw queries too, when they form a valid request line (net/http
+		// itself answers a plain-text 400 otherwise, before any handler).
+		if !strings.ContainsFunc(query, func(r rune) bool { return r <= ' ' || r >= 0x7f || r == '#' }) {
+			check(c.Get(srv.URL + "/agentenv/ext/lookup?" + query))
 		}
 	})
 }
