@@ -31,6 +31,9 @@ func (s *Server) serveDataPlane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	result, rpcErr := s.dispatch(s.withServer(r.Context()), req)
+	if rpcErr != nil && rpcErr.Code == protocol.CodeServerError {
+		s.opts.Logger.Warn("data-plane handler failed", "method", req.Method, "err", rpcErr.Message)
+	}
 	if rpcErr != nil {
 		writeRPC(w, protocol.NewErrorResponse(req.ID, rpcErr))
 		return

@@ -317,3 +317,18 @@ func TestHookRefusalGoSDK(t *testing.T) {
 		t.Fatal("refused tool ran")
 	}
 }
+
+func TestWithCallerNesting(t *testing.T) {
+	bg := context.Background()
+	if tc := envsdk.ToolContextFrom(bg); tc.Transport != envsdk.TransportNone || tc.Caller != (envsdk.Caller{}) {
+		t.Fatalf("outside a call: %+v", tc)
+	}
+	outer := envsdk.WithCaller(bg, "agent", "s1")
+	inner := envsdk.WithCaller(outer, "default", "s2")
+	if c := envsdk.CallerFrom(inner); c.Role != "" || c.RawRole != "default" || c.Session != "s2" {
+		t.Fatalf("inner %+v", c)
+	}
+	if c := envsdk.CallerFrom(outer); c.Role != "agent" || c.Session != "s1" {
+		t.Fatalf("outer after nesting %+v", c)
+	}
+}
