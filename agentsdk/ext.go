@@ -24,6 +24,8 @@ type extension struct {
 // extMethod is one operation of an extension.
 type extMethod struct {
 	name, verb string
+	// path overrides the extension endpoint for this method.
+	path string
 	// request and response are the card's field lists ({"required",
 	// "optional"} or a oneOf form); nil omits them.
 	request, response map[string]any
@@ -37,6 +39,9 @@ func (e *extension) render() map[string]any {
 	methods := map[string]any{}
 	for _, m := range e.methods {
 		entry := map[string]any{"method": m.verb}
+		if m.path != "" && m.path != e.endpoint {
+			entry["endpoint"] = m.path
+		}
 		if m.request != nil {
 			entry["request"] = m.request
 		}
@@ -86,7 +91,11 @@ const maxExtBody = 8 << 20
 // mount registers every method of e on mux.
 func (s *Server) mount(mux *http.ServeMux, e *extension) {
 	for _, m := range append(slices.Clone(e.methods), e.hidden...) {
-		mux.HandleFunc(m.verb+" "+e.endpoint, func(w http.ResponseWriter, r *http.Request) {
+		path := e.endpoint
+		if m.path != "" {
+			path = m.path
+		}
+		mux.HandleFunc(m.verb+" "+path, func(w http.ResponseWriter, r *http.Request) {
 			var body []byte
 			if m.verb != http.MethodGet {
 				b, err := io.ReadAll(io.LimitReader(r.Body, maxExtBody+1))

@@ -54,6 +54,7 @@ type Server struct {
 	mcp        *mcpRegistry
 	peers      peerTable
 	skills     skillRegistry
+	triggers   *triggerState
 	traj       *trajectoryStore
 	locks      contextLocks
 	sessions   *lru[string]
@@ -120,6 +121,10 @@ func New(card *Card, opts *Options) (*Server, error) {
 	}
 	s.handler = h
 	s.extensions = []*extension{s.mcpConfigExtension(), s.agentConfigExtension(), s.skillConfigExtension(), s.trajectoryExtension(), s.peerAgentsExtension()}
+	if th, ok := agent.(TriggerHost); ok && th.HostsTriggers() {
+		s.triggers = newTriggerState()
+		s.extensions = append(s.extensions, s.triggersExtension())
+	}
 
 	rpcPath, _ := s.card.rpcPath()
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
