@@ -78,16 +78,19 @@ func PutBytes(ctx context.Context, s ObjectStore, key string, b []byte, o *Objec
 
 // GetBytes reads a whole object.
 func GetBytes(ctx context.Context, s ObjectStore, key string) ([]byte, error) {
-	rc, _, err := s.Open(ctx, key)
+	rc, info, err := s.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	b, err := io.ReadAll(rc)
-	if err != nil {
+	var buf bytes.Buffer
+	if info.Size > 0 && info.Size < 1<<30 {
+		buf.Grow(int(info.Size) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(rc); err != nil {
 		return nil, fmt.Errorf("read object %s: %w", key, err)
 	}
-	return b, nil
+	return buf.Bytes(), nil
 }
 
 // PutFile stores the file at path under key.

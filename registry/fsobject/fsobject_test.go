@@ -149,3 +149,11 @@ func TestCrashMidWrite(t *testing.T) {
 		t.Fatalf("put after the crash: %v", err)
 	}
 }
+
+func BenchmarkFS(b *testing.B) {
+	s, err := fsobject.New(b.TempDir(), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchmarkObjects(b, s)
+}

@@ -117,3 +117,26 @@ func TestServerDown(t *testing.T) {
 func itoa(n int) string { return strconv.Itoa(n) }
 
 func rawDB(t *testing.T, s *postgres.Store) *gorm.DB { t.Helper(); return s.DB() }
+
+func BenchmarkPostgres(b *testing.B) {
+	d := os.Getenv("AGENTENV_TEST_POSTGRES_DSN")
+	if d == "" {
+		b.Skip("AGENTENV_TEST_POSTGRES_DSN unset")
+	}
+	schema := "agentenv_bench_" + registry.RandomSuffix(8)
+	s, err := postgres.Open(context.Background(), d, &postgres.Options{Schema: schema})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		s.Close()
+		admin, err := gorm.Open(pgdriver.Open(d), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+		if err == nil {
+			admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+			if db, err := admin.DB(); err == nil {
+				db.Close()
+			}
+		}
+	}()
+	storetest.BenchmarkDocuments(b, s)
+}

@@ -129,3 +129,12 @@ func TestUnusablePath(t *testing.T) {
 		t.Fatalf("Get on a closed store: %v", err)
 	}
 }
+
+func BenchmarkSQLite(b *testing.B) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "documents.db"), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	storetest.BenchmarkDocuments(b, s)
+}
