@@ -451,3 +451,37 @@ func TestConfig(t *testing.T) {
 		t.Errorf("postgres store: exit %d %q", code, stderr)
 	}
 }
+
+func TestTaskRunBatch(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	f := writeFile(t, filepath.Join(dir, "t.json"), `[
+	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
+	  {"id":"v","type":"verify_sandbox","sandbox_name":"box","verifier_id":"v",
+	   "criteria":[{"type":"bash_cmd_succeeds","bash_cmd":"test <want> = yes"}]}]`)
+	if code, out, stderr := c.run("task", "create", f, "--id", "seeded"); code != 0 {
+		t.Fatalf("%s %s", out, stderr)
+	}
+	seeds := writeFile(t, filepath.Join(dir, "seeds.csv"), "id,want\nu1,yes\n,\nu2,no\n")
+	outDir := filepath.Join(dir, "out")
+	code, out, _ := c.run("task", "run-batch", "--id", "seeded", "--seeds", seeds, "--output-dir", outDir, "--concurrency", "2")
+	// Both runs complete (a low score is not a failure): exit 0.
+	if code != 0 || !strings.Contains(out, "[seed 1] score (verifier_id=v): 1\n") || !strings.Contains(out, "[seed 2] score (verifier_id=v): 0\n") ||
+		strings.Count(out, "Task completed!") != 2 {
+		t.Errorf("exit %d\n%s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(outDir, "seeded-seed*_*.json"))
+	if len(files) != 2 {
+		t.Fatalf("files %v", files)
+	}
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		if !bytes.Contains(b, []byte(`"universe_id": "u`)) {
+			t.Errorf("%s lacks universe_id", f)
+		}
+	}
+	code, _, stderr := c.run("task", "run-batch", "--id", "seeded", "--seeds", writeFile(t, filepath.Join(dir, "bad.csv"), "a,b\n1\n"))
+	if code != 1 || !strings.Contains(stderr, "wrong number of fields") {
+		t.Errorf("ragged CSV: %d %q", code, stderr)
+	}
+}

@@ -17,7 +17,7 @@ import (
 func newTaskCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "Create, inspect and run tasks"}
 	cmd.AddCommand(newTaskCreateCmd(d), newTaskGetCmd(d), newTaskListCmd(d), newTaskValidateCmd(d),
-		newTaskGetInstanceCmd(d), newTaskRunCmd(d))
+		newTaskGetInstanceCmd(d), newTaskRunCmd(d), newTaskRunBatchCmd(d))
 	return cmd
 }
 

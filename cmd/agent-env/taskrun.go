@@ -27,15 +27,24 @@ type taskRunRequest struct {
 	a2aAgentID, agentSandbox, envSandbox string
 	gatewayEnvID, serviceDBEnvID         string
 	envStateType, envStateInstanceID     string
+	seeds                                string // run-batch: the seeds CSV
+	concurrency                          int    // run-batch: runs at once
 }
 
-func newTaskRunCmd(d *deps) *cobra.Command {
+func newTaskRunCmd(d *deps) *cobra.Command { return taskRunCmd(d, false) }
+
+func newTaskRunBatchCmd(d *deps) *cobra.Command { return taskRunCmd(d, true) }
+
+func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	var req taskRunRequest
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a stored task (never tears down; see agent-env run for bundles)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if batch && req.concurrency < 1 {
+				return fmt.Errorf("--concurrency must be at least 1, got %d", req.concurrency)
+			}
 			if req.k < 1 {
 				return fmt.Errorf("--k must be at least 1, got %d", req.k)
 			}
@@ -49,7 +58,15 @@ func newTaskRunCmd(d *deps) *cobra.Command {
 	f.StringVar(&req.id, "id", "", "task id (required)")
 	f.IntVar(&req.version, "version", 0, "task version (default latest)")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/taskid=<id>-run<6hex>)")
-	f.IntVar(&req.k, "k", 1, "run N times concurrently (one run group)")
+	if batch {
+		cmd.Use, cmd.Short = "run-batch", "Run a stored task once per row of a seeds CSV"
+		f.StringVar(&req.seeds, "seeds", "", "CSV of seeds: a header row, one run per non-empty row (required)")
+		f.IntVar(&req.concurrency, "concurrency", 5, "runs at once")
+		_ = cmd.MarkFlagRequired("seeds")
+		req.k = 1
+	} else {
+		f.IntVar(&req.k, "k", 1, "run N times concurrently (one run group)")
+	}
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
 	f.StringVar(&req.agentArtifactID, "agent-artifact-id", "", "agent artifact override")
 	f.IntVar(&req.startStep, "start-step", 0, "resume: treat steps before N (0-based) as done")
@@ -154,23 +171,60 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	svc := d.services(ctx, st, docs)
 	base := runner.NewRunContext(initial, svc)
 
+	type run struct {
+		rc     *runner.RunContext
+		prefix string
+		stem   string
+	}
+	var runs []run
+	parallel := req.k
+	if req.seeds != "" {
+		f, err := os.Open(req.seeds)
+		if err != nil {
+			return fmt.Errorf("--seeds: %w", err)
+		}
+		rows, err := runner.ReadSeeds(f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("--seeds %s: %w", req.seeds, err)
+		}
+		for i, row := range rows {
+			rc := base.Copy()
+			rc.SetMetadata("seed", row)
+			if u := row["id"]; u != "" {
+				rc.SetMetadata("universe_id", u)
+			} else if u := row["name"]; u != "" {
+				rc.SetMetadata("universe_id", u)
+			}
+			runs = append(runs, run{rc: rc, prefix: fmt.Sprintf("[seed %d] ", i+1), stem: fmt.Sprintf("%s-seed%d", fileSafe(t.ID), i+1)})
+		}
+		parallel = req.concurrency
+	} else {
+		for i := range req.k {
+			r := run{rc: base, stem: fileSafe(t.ID)}
+			if req.k > 1 {
+				r.rc, r.prefix = base.Copy(), fmt.Sprintf("[run %d] ", i+1)
+			}
+			runs = append(runs, r)
+		}
+	}
+
 	var mu sync.Mutex
 	failed := 0
 	var firstErr error
 	var wg sync.WaitGroup
-	for i := range req.k {
-		rc := base
-		if req.k > 1 {
-			rc = base.Copy()
-		}
+	sem := make(chan struct{}, max(parallel, 1))
+	for _, rn := range runs {
 		w := io.Writer(d.stdout)
-		if req.k > 1 {
-			w = &prefixWriter{w: d.stdout, prefix: fmt.Sprintf("[run %d] ", i+1), mu: &mu}
+		if rn.prefix != "" {
+			w = &prefixWriter{w: d.stdout, prefix: rn.prefix, mu: &mu}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := runTaskOnce(ctx, r, t, rc, docs, req.startStep, dir, w, &mu)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := runTaskOnce(ctx, r, t, rn.rc, docs, req.startStep, dir, rn.stem, w, &mu)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -185,15 +239,15 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	if req.k > 1 && failed > 0 {
-		fmt.Fprintf(d.stdout, "%d/%d runs completed, %d/%d failed.\n", req.k-failed, req.k, failed, req.k)
+	if n := len(runs); n > 1 && failed > 0 {
+		fmt.Fprintf(d.stdout, "%d/%d runs completed, %d/%d failed.\n", n-failed, n, failed, n)
 		return errSilent
 	}
 	return firstErr
 }
 
 func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runner.RunContext, docs registry.DocumentStore,
-	start int, dir string, w io.Writer, mu *sync.Mutex) error {
+	start int, dir, stem string, w io.Writer, mu *sync.Mutex) error {
 	print := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -215,7 +269,7 @@ func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runn
 			print("%s", stepBlock(rc, sd))
 		},
 	})
-	path := filepath.Join(dir, fileSafe(t.ID)+"_"+runner.RandomHex(4)+".json")
+	path := filepath.Join(dir, stem+"_"+runner.RandomHex(4)+".json")
 	b, _ := json.MarshalIndent(rc.SafeSnapshot(), "", "  ")
 	werr := os.WriteFile(path, append(b, '\n'), 0o644)
 	if err == nil && res.Status == runner.StatusCompleted {

@@ -239,7 +239,11 @@ func (c *Config) check(ctx context.Context, sb sandbox.Sandbox, base string, tim
 		if res.ExitCode == 0 {
 			return true, false, "exit 0", nil
 		}
-		return false, false, fmt.Sprintf("exit %d: %s", res.ExitCode, tail(res.Stderr, res.Stdout)), nil
+		why := fmt.Sprintf("exit %d", res.ExitCode)
+		if out := tail(res.Stderr, res.Stdout); out != "" {
+			why += ": " + out
+		}
+		return false, false, why, nil
 	}
 	b, _ := json.Marshal(typ)
 	return false, true, "criterion type " + string(b) + " is not checked by verify_sandbox", nil

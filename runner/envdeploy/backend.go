@@ -1,0 +1,195 @@
+package envdeploy
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Labels every backend resource carries (Docker labels; the process
+// backend writes them into its group state).
+const (
+	LabelInstance = "agentenv.instance" // the env or agent instance id
+	LabelSandbox  = "agentenv.sandbox"  // the group (sandbox) id
+	LabelOwner    = "agentenv.owner"    // "pid:<n>": the process that created it
+	LabelPersist  = "agentenv.persist"  // "true": outlives its owner while its instance record exists
+	LabelExpires  = "agentenv.expires"  // unix seconds; past it the resource may be pruned
+	LabelRole     = "agentenv.role"     // mcp_server, gateway, agent
+)
+
+// Ports inside a group (runner.md §15.1, agent-protocol.md §8).
+const (
+	MCPPort = 18765
+	A2APort = 8000
+)
+
+// Sentinel errors.
+var (
+	// ErrNotFound: the group, instance or entity does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrEngineUnavailable: the backend's engine (Docker) does not answer.
+	ErrEngineUnavailable = errors.New("container engine unavailable")
+	// ErrImageMissing: an image is neither in the engine nor in the store.
+	ErrImageMissing = errors.New("image missing")
+)
+
+// Source is what a workload runs. A backend uses the part it understands:
+// Docker the image (Ref, loading Tarball when the engine lacks it), the
+// process backend the static Binary.
+type Source struct {
+	// Ref is the image reference, e.g. localhost:5000/echo__env_image:v1.
+	Ref string
+	// Tarball opens the gzipped docker-save tarball; nil = none.
+	Tarball func(ctx context.Context) (io.ReadCloser, error)
+	// Binary opens the static Linux binary; nil = none.
+	Binary func(ctx context.Context) (io.ReadCloser, error)
+	// What names the source in errors ("env echo v1 (echo__env_image)").
+	What string
+	// PutHint is the command that registers it, for "image missing" errors.
+	PutHint string
+}
+
+// Workload is one container or process of a group.
+type Workload struct {
+	// Name is unique in the group: the container name suffix and its
+	// network alias.
+	Name    string
+	Aliases []string // more network aliases
+	Role    string   // mcp_server, gateway, agent (label)
+	Source  Source
+	Env     map[string]string
+	// Port is the port it listens on and PortEnv the variable that tells it
+	// (MCP_PORT, A2A_PORT). The Docker backend uses Port as is; the process
+	// backend picks a free loopback port and sets PortEnv to it.
+	Port    int
+	PortEnv string
+	// Publish makes it reachable from the host on 127.0.0.1.
+	Publish bool
+	// Join lists other groups whose members it must reach by name (an
+	// agent joins the networks of its envs).
+	Join []string
+}
+
+// Endpoint is where a started workload is reached.
+type Endpoint struct {
+	// Internal is the base URL other members of the group (and workloads
+	// that Join it) use: http://<name>:<port> or http://127.0.0.1:<port>.
+	Internal string
+	// Host is the base URL from the host; "" unless published.
+	Host string
+	// ID is the container id or process id.
+	ID string
+}
+
+// GroupSpec creates a group.
+type GroupSpec struct {
+	ID     string // "" = backend-generated
+	Labels map[string]string
+}
+
+// Group is one network of workloads (a sandbox in runner.md terms).
+type Group interface {
+	ID() string
+	// Run starts w and returns where it is reached; it does not wait for
+	// readiness.
+	Run(ctx context.Context, w Workload) (Endpoint, error)
+	// Logs returns the tail of a workload's output (for error messages).
+	Logs(ctx context.Context, name string, lines int) string
+	// Terminate removes every workload and the group; idempotent.
+	Terminate(ctx context.Context) error
+}
+
+// Backend runs groups.
+type Backend interface {
+	// Type is the sandbox name ("docker", "process").
+	Type() string
+	// Check reports whether the backend can run (an engine answers); the
+	// error explains what is missing.
+	Check(ctx context.Context) error
+	CreateGroup(ctx context.Context, s GroupSpec) (Group, error)
+	// OpenGroup reconnects to a group by id; ErrNotFound when gone.
+	OpenGroup(ctx context.Context, id string) (Group, error)
+	// ReachableURL rewrites a host URL (a model endpoint on this machine)
+	// into one a workload can use (loopback → host.docker.internal).
+	ReachableURL(u string) string
+	// Prune removes every labelled resource that Orphaned reports as such,
+	// and returns what it removed.
+	Prune(ctx context.Context, orphaned func(labels map[string]string) bool) ([]string, error)
+	Close() error
+}
+
+// ImageBuilder is implemented by backends that can build and save images
+// (Docker): the --dockerfile path of put.
+type ImageBuilder interface {
+	// BuildImage builds the context tar with the Dockerfile at dockerfile
+	// (a path inside the context) and tags it ref. A failed build returns an
+	// error carrying the build log's tail.
+	BuildImage(ctx context.Context, contextTar io.Reader, dockerfile, ref string) error
+	// SaveImage streams the docker-save tarball of ref.
+	SaveImage(ctx context.Context, ref string) (io.ReadCloser, error)
+	// HasImage reports whether the engine holds ref.
+	HasImage(ctx context.Context, ref string) (bool, error)
+	// LoadImage loads a docker-save tarball (plain or gzipped).
+	LoadImage(ctx context.Context, r io.Reader) error
+}
+
+// OwnerLabels are the labels of resources created by this process for
+// instance id.
+func OwnerLabels(instanceID string, persist bool, expires time.Time) map[string]string {
+	l := map[string]string{
+		LabelInstance: instanceID,
+		LabelOwner:    "pid:" + strconv.Itoa(os.Getpid()),
+		LabelPersist:  strconv.FormatBool(persist),
+	}
+	if !expires.IsZero() {
+		l[LabelExpires] = strconv.FormatInt(expires.Unix(), 10)
+	}
+	return l
+}
+
+// Orphaned is the prune rule. A resource is an orphan when it is expired,
+// or when its owner process is gone and either it does not persist or its
+// instance is not live (live reports whether an instance record says the
+// instance is deployed; nil means none is).
+func Orphaned(now time.Time, live func(instanceID string) bool) func(map[string]string) bool {
+	return func(l map[string]string) bool {
+		if _, ok := l[LabelInstance]; !ok {
+			return false // not ours
+		}
+		if exp, err := strconv.ParseInt(l[LabelExpires], 10, 64); err == nil && now.Unix() > exp {
+			return true
+		}
+		if OwnerAlive(l[LabelOwner]) {
+			return false
+		}
+		if l[LabelPersist] != "true" {
+			return true
+		}
+		return live == nil || !live(l[LabelInstance])
+	}
+}
+
+// OwnerAlive reports whether an owner label ("pid:<n>") names a running
+// process of this machine.
+func OwnerAlive(owner string) bool {
+	if len(owner) < 5 || owner[:4] != "pid:" {
+		return false
+	}
+	pid, err := strconv.Atoi(owner[4:])
+	if err != nil || pid <= 0 {
+		return false
+	}
+	if pid == os.Getpid() {
+		return true
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

@@ -1,0 +1,20 @@
+// Package envdeploy puts and deploys environments and agents: it registers
+// MCP server, multi and gateway envs and A2A agents (images built offline,
+// kept as tarballs and static binaries in the object store), and deploys
+// them through a Backend following the gateway topology of runner.md §15.1:
+// one workload per MCP server (MCP_HOST, MCP_PORT=18765, ENVIRONMENT_NAME,
+// reachable by the env name), one gateway (INTERNAL_MCP_SERVERS,
+// REST_PROXY_URLS, MCP_SERVER_NAME, GATEWAY_MODE) that alone is published on
+// 127.0.0.1, readiness through the gateway's card, and an env_instances
+// record. Agents run one workload each with A2A_PORT, inside the groups of
+// the envs they use.
+//
+// A Backend is a group runner: the Docker backend (runner/sandbox/docker)
+// maps a group to a bridge network and a workload to a container; the
+// process backend (runner/sandbox/process) maps a workload to a local
+// process on a loopback port. The topology is written once, here, against
+// the Backend interface; backendtest is the conformance suite both pass.
+//
+// Everything a backend creates carries Labels (instance, owner pid, expiry,
+// persistence), so Prune can remove what a killed process left behind.
+package envdeploy

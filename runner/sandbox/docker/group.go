@@ -1,0 +1,268 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+// NetworkName is the bridge network of group id.
+func NetworkName(id string) string { return "agentenv-" + id }
+
+// Group is one bridge network and its containers.
+type Group struct {
+	p      *Provider
+	id     string
+	labels map[string]string
+
+	mu         sync.Mutex
+	containers map[string]string // workload name → container id
+	terminated bool
+}
+
+var _ envdeploy.Group = (*Group)(nil)
+
+// CreateGroup implements envdeploy.Backend: it creates the network.
+func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envdeploy.Group, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	id := s.ID
+	if id == "" {
+		id = "docker-" + randHex(4)
+	}
+	labels := maps.Clone(s.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[envdeploy.LabelSandbox] = id
+	if _, ok := labels[envdeploy.LabelInstance]; !ok {
+		labels[envdeploy.LabelInstance] = id
+	}
+	if _, ok := labels[envdeploy.LabelOwner]; !ok {
+		maps.Copy(labels, envdeploy.OwnerLabels(labels[envdeploy.LabelInstance], false, time.Time{}))
+	}
+	if _, err := p.cli.NetworkCreate(ctx, NetworkName(id), client.NetworkCreateOptions{Driver: "bridge", Labels: labels}); err != nil {
+		return nil, p.wrap("create network "+NetworkName(id), err)
+	}
+	return &Group{p: p, id: id, labels: labels, containers: map[string]string{}}, nil
+}
+
+// OpenGroup implements envdeploy.Backend from the network's labels.
+func (p *Provider) OpenGroup(ctx context.Context, id string) (envdeploy.Group, error) {
+	nets, err := p.cli.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilter(envdeploy.LabelSandbox, id)})
+	if err != nil {
+		return nil, p.wrap("list networks", err)
+	}
+	cs, err := p.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelFilter(envdeploy.LabelSandbox, id)})
+	if err != nil {
+		return nil, p.wrap("list containers", err)
+	}
+	if len(nets.Items) == 0 && len(cs.Items) == 0 {
+		return nil, fmt.Errorf("docker group %s: %w", id, envdeploy.ErrNotFound)
+	}
+	g := &Group{p: p, id: id, containers: map[string]string{}}
+	for _, n := range nets.Items {
+		g.labels = n.Labels
+	}
+	for _, c := range cs.Items {
+		g.containers[c.Labels[labelWorkload]] = c.ID
+	}
+	return g, nil
+}
+
+const labelWorkload = "agentenv.workload"
+
+// ID implements envdeploy.Group.
+func (g *Group) ID() string { return g.id }
+
+// ContainerName is the container of workload name.
+func (g *Group) ContainerName(name string) string { return g.id + "-" + name }
+
+// Run implements envdeploy.Group.
+func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoint, error) {
+	g.mu.Lock()
+	if g.terminated {
+		g.mu.Unlock()
+		return envdeploy.Endpoint{}, fmt.Errorf("docker group %s is terminated", g.id)
+	}
+	g.mu.Unlock()
+	if err := g.p.ensureImage(ctx, w.Source); err != nil {
+		return envdeploy.Endpoint{}, err
+	}
+	env := maps.Clone(w.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	if w.PortEnv != "" && w.Port > 0 {
+		env[w.PortEnv] = strconv.Itoa(w.Port)
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	envList := make([]string, 0, len(keys))
+	for _, k := range keys {
+		envList = append(envList, k+"="+env[k])
+	}
+	labels := maps.Clone(g.labels)
+	labels[labelWorkload] = w.Name
+	if w.Role != "" {
+		labels[envdeploy.LabelRole] = w.Role
+	}
+	cfg := &container.Config{Image: w.Source.Ref, Env: envList, Labels: labels}
+	hc := &container.HostConfig{
+		ExtraHosts:    []string{"host.docker.internal:host-gateway"},
+		RestartPolicy: container.RestartPolicy{Name: "on-failure", MaximumRetryCount: 3},
+	}
+	var port network.Port
+	if w.Port > 0 {
+		port = network.MustParsePort(strconv.Itoa(w.Port) + "/tcp")
+		cfg.ExposedPorts = network.PortSet{port: {}}
+		if w.Publish {
+			hc.PortBindings = network.PortMap{port: {{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: "0"}}}
+		}
+	}
+	aliases := append([]string{w.Name}, w.Aliases...)
+	nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		NetworkName(g.id): {Aliases: aliases}}}
+	cr, err := g.p.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: g.ContainerName(w.Name), Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	if err != nil {
+		return envdeploy.Endpoint{}, g.p.wrap("create container "+g.ContainerName(w.Name), err)
+	}
+	g.mu.Lock()
+	g.containers[w.Name] = cr.ID
+	g.mu.Unlock()
+	for _, other := range w.Join {
+		if _, err := g.p.cli.NetworkConnect(ctx, NetworkName(other), client.NetworkConnectOptions{Container: cr.ID,
+			EndpointConfig: &network.EndpointSettings{Aliases: aliases}}); err != nil {
+			return envdeploy.Endpoint{}, g.p.wrap("connect "+w.Name+" to "+NetworkName(other), err)
+		}
+	}
+	if _, err := g.p.cli.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{}); err != nil {
+		return envdeploy.Endpoint{}, g.p.wrap("start container "+g.ContainerName(w.Name), err)
+	}
+	ep := envdeploy.Endpoint{ID: cr.ID}
+	if w.Port > 0 {
+		ep.Internal = "http://" + w.Name + ":" + strconv.Itoa(w.Port)
+		if w.Publish {
+			hp, err := g.p.hostPort(ctx, cr.ID, w.Port)
+			if err != nil {
+				return envdeploy.Endpoint{}, err
+			}
+			ep.Host = "http://127.0.0.1:" + hp
+		}
+	}
+	return ep, nil
+}
+
+// Logs implements envdeploy.Group.
+func (g *Group) Logs(ctx context.Context, name string, lines int) string {
+	g.mu.Lock()
+	id := g.containers[name]
+	g.mu.Unlock()
+	if id == "" {
+		return ""
+	}
+	rc, err := g.p.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: strconv.Itoa(lines)})
+	if err != nil {
+		return ""
+	}
+	defer rc.Close()
+	var out strings.Builder
+	_, _ = stdcopy.StdCopy(&out, &out, rc)
+	return strings.TrimSpace(out.String())
+}
+
+// Terminate implements envdeploy.Group: it removes the containers and the
+// network carrying the group's label; a second call finds nothing.
+func (g *Group) Terminate(ctx context.Context) error {
+	g.mu.Lock()
+	g.terminated = true
+	g.mu.Unlock()
+	_, err := g.p.removeLabelled(ctx, envdeploy.LabelSandbox, g.id, nil)
+	return err
+}
+
+// removeLabelled force-removes every container, then every network,
+// carrying key=value ("" value: the key at all) that keep does not keep.
+func (p *Provider) removeLabelled(ctx context.Context, key, value string, orphaned func(map[string]string) bool) ([]string, error) {
+	var removed []string
+	var errs []error
+	cs, err := p.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelFilter(key, value)})
+	if err != nil {
+		return nil, p.wrap("list containers", err)
+	}
+	for _, c := range cs.Items {
+		if orphaned != nil && !orphaned(c.Labels) {
+			continue
+		}
+		if _, err := p.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, p.wrap("remove container", err))
+			continue
+		}
+		name := c.ID[:12]
+		if len(c.Names) > 0 {
+			name = strings.TrimPrefix(c.Names[0], "/")
+		}
+		removed = append(removed, "container "+name)
+	}
+	nets, err := p.cli.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilter(key, value)})
+	if err != nil {
+		return removed, errors.Join(append(errs, p.wrap("list networks", err))...)
+	}
+	for _, n := range nets.Items {
+		if orphaned != nil && !orphaned(n.Labels) {
+			continue
+		}
+		if _, err := p.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, p.wrap("remove network "+n.Name, err))
+			continue
+		}
+		removed = append(removed, "network "+n.Name)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// Prune implements envdeploy.Backend over everything labelled with an
+// instance.
+func (p *Provider) Prune(ctx context.Context, orphaned func(map[string]string) bool) ([]string, error) {
+	return p.removeLabelled(ctx, envdeploy.LabelInstance, "", orphaned)
+}
+
+// Labelled lists the containers and networks carrying key=value (tests and
+// leak checks).
+func (p *Provider) Labelled(ctx context.Context, key, value string) ([]string, error) {
+	var out []string
+	cs, err := p.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelFilter(key, value)})
+	if err != nil {
+		return nil, p.wrap("list containers", err)
+	}
+	for _, c := range cs.Items {
+		out = append(out, "container "+strings.TrimPrefix(strings.Join(c.Names, ","), "/"))
+	}
+	nets, err := p.cli.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilter(key, value)})
+	if err != nil {
+		return nil, p.wrap("list networks", err)
+	}
+	for _, n := range nets.Items {
+		out = append(out, "network "+n.Name)
+	}
+	return out, nil
+}
