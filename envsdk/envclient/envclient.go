@@ -304,3 +304,21 @@ func (c *Client) GetInterfaceManifest(ctx context.Context, iface, endpoint strin
 	}
 	return c.do(ctx, CardTimeout, http.MethodGet, strings.TrimRight(u, "/")+"/"+url.PathEscape(iface), nil)
 }
+
+// ProbeAdd tells whether data/add is registered without side effects, by
+// sending it with no parts (spec §3.4): -32602 proves it is registered,
+// -32601 that it is not. Any other answer is returned as an error (a
+// gateway answers -32000 when it cannot forward).
+func (c *Client) ProbeAdd(ctx context.Context) (bool, error) {
+	err := c.AddData(ctx, []protocol.Part{})
+	var pe *protocol.Error
+	switch {
+	case errors.As(err, &pe) && pe.Code == protocol.CodeInvalidParams:
+		return true, nil
+	case errors.As(err, &pe) && pe.Code == protocol.CodeMethodNotFound:
+		return false, nil
+	case err == nil:
+		return true, errors.New("data/add: probe with no parts was accepted")
+	}
+	return false, err
+}

@@ -162,3 +162,17 @@ func TestDataLoadTimeout(t *testing.T) {
 		}
 	}
 }
+
+func TestProbeAdd(t *testing.T) {
+	env := start(t)
+	ok, err := envclient.New(env.BaseURL, nil).ProbeAdd(context.Background())
+	if !ok || err != nil {
+		t.Fatalf("registered: %v %v", ok, err)
+	}
+	bare := envsdk.New(&protocol.EnvCard{Name: "tools"}, &envsdk.Options{Getenv: func(string) string { return "" }})
+	benv := envsdktest.Start(t, bare)
+	ok, err = envclient.New(benv.BaseURL, nil).ProbeAdd(context.Background())
+	if ok || err != nil {
+		t.Fatalf("unregistered: %v %v", ok, err)
+	}
+}
