@@ -171,20 +171,26 @@ func resultIsError(raw json.RawMessage) bool {
 	return r.IsError
 }
 
-// metaFor builds the _meta stamped on the child call (gateway.md §6.2).
-// Nothing the caller sent in its own _meta is copied.
-func metaFor(call *ToolCall) map[string]any {
-	switch call.Source {
-	case SourceMCP:
-		return map[string]any{protocol.MetaRole: call.Role, protocol.MetaSession: call.Session}
-	case SourceStep:
-		return map[string]any{protocol.MetaRole: call.Role}
+// metaFor renders the _meta object stamped on the child call (gateway.md
+// §6.2); nil means none. Nothing the caller sent in its own _meta is copied.
+func metaFor(call *ToolCall) []byte {
+	var b []byte
+	switch {
+	case call.Source == SourceMCP:
+		b = append(b, `{"`+protocol.MetaRole+`":`...)
+		b = append(b, jsonString(call.Role)...)
+		b = append(b, `,"`+protocol.MetaSession+`":`...)
+		b = append(b, jsonString(call.Session)...)
+	case call.Source == SourceStep:
+		b = append(b, `{"`+protocol.MetaRole+`":`...)
+		b = append(b, jsonString(call.Role)...)
+	case call.As != "":
+		b = append(b, `{"`+protocol.MetaRole+`":`...)
+		b = append(b, jsonString(call.As)...)
 	default:
-		if call.As != "" {
-			return map[string]any{protocol.MetaRole: call.As}
-		}
 		return nil
 	}
+	return append(b, '}')
 }
 
 // roleMiddleware refuses calls the role has disabled, before existence is
@@ -221,7 +227,12 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 		if source != "" {
 			callFields = append(callFields, field{"source", jsonString(source)})
 		}
-		tc, _ := json.Marshal(protocol.TrajectoryToolCall{FunctionName: call.Tool, Arguments: compactOrRaw(args)})
+		tc := make([]byte, 0, len(args)+len(call.Tool)+40)
+		tc = append(tc, `{"function_name":`...)
+		tc = append(tc, jsonString(call.Tool)...)
+		tc = append(tc, `,"arguments":`...)
+		tc = append(tc, compactOrRaw(args)...)
+		tc = append(tc, '}')
 		callFields = append(callFields, field{"tool_call", tc})
 		callID := g.traj.emit(protocol.EventToolCall, callFields...)
 

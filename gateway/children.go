@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -62,6 +61,7 @@ type generation struct {
 	// session and protocol are what the fast request path sends.
 	session  string
 	protocol string
+	headers  http.Header
 }
 
 // errChildClosed is returned after Close.
@@ -189,6 +189,13 @@ func (c *child) openOnce(ctx context.Context) (*generation, error) {
 	}
 	g.session = tr.GetSessionId()
 	g.protocol = ir.ProtocolVersion
+	g.headers = http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"}}
+	if g.session != "" {
+		g.headers[protocol.HeaderMCPSessionID] = []string{g.session}
+	}
+	if g.protocol != "" {
+		g.headers["Mcp-Protocol-Version"] = []string{g.protocol}
+	}
 	return g, nil
 }
 
@@ -307,14 +314,7 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if g.session != "" {
-		req.Header.Set(protocol.HeaderMCPSessionID, g.session)
-	}
-	if g.protocol != "" {
-		req.Header.Set(protocol.HeaderMCPProtocolVersion, g.protocol)
-	}
+	req.Header = g.headers // read-only, shared by every request of the generation
 	resp, err := c.httpc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -471,36 +471,20 @@ func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 
 // callParams renders the tools/call params sent to a child: a new request
 // (never the inbound one, pitfall 2) with the caller's argument bytes
-// verbatim and only the gateway's _meta.
-func callParams(name string, args json.RawMessage, meta map[string]any) []byte {
-	var b bytes.Buffer
-	b.Grow(len(args) + len(name) + 96)
-	b.WriteString(`{"name":`)
-	b.Write(jsonString(name))
+// verbatim and only the gateway's _meta (an object, or nil for none).
+func callParams(name string, args json.RawMessage, meta []byte) []byte {
+	b := make([]byte, 0, len(args)+len(name)+len(meta)+32)
+	b = append(b, `{"name":`...)
+	b = append(b, jsonString(name)...)
 	if len(args) > 0 {
-		b.WriteString(`,"arguments":`)
-		b.Write(args)
+		b = append(b, `,"arguments":`...)
+		b = append(b, args...)
 	}
 	if len(meta) > 0 {
-		b.WriteString(`,"_meta":{`)
-		keys := make([]string, 0, len(meta))
-		for k := range meta {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			b.Write(jsonString(k))
-			b.WriteByte(':')
-			v, _ := json.Marshal(meta[k])
-			b.Write(v)
-		}
-		b.WriteByte('}')
+		b = append(b, `,"_meta":`...)
+		b = append(b, meta...)
 	}
-	b.WriteByte('}')
-	return b.Bytes()
+	return append(b, '}')
 }
 
 // isNetError reports a connection-level failure (refused, reset, closed).

@@ -23,6 +23,9 @@ import (
 // (dependencies.md §2.1).
 var supportedMCPVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
 
+// bodyPool recycles /mcp request buffers.
+var bodyPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 // mcpBodyLimit bounds one /mcp POST body (tool arguments may be large).
 const mcpBodyLimit = 64 << 20
 
@@ -159,7 +162,17 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.http.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, mcpBodyLimit))
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bodyPool.Put(buf)
+		}
+	}()
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, mcpBodyLimit))
+	// Everything below copies what it keeps (json.Unmarshal copies raw
+	// values; mcp-go reads its own copy), so the buffer can be reused.
+	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
