@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -325,5 +326,30 @@ func TestStartupDeadlineFailsRun(t *testing.T) {
 	err = g.Run(context.Background(), ln)
 	if err == nil || !strings.Contains(err.Error(), "never") {
 		t.Fatalf("Run = %v; want a startup failure naming the server", err)
+	}
+}
+
+func TestRunShutsDownWithConnectedAgents(t *testing.T) {
+	c := startChild(t, "items", nil)
+	g, err := New(&Config{Servers: serversOf(c), TrajectoryFile: t.TempDir() + "/t.jsonl"}, testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- g.Run(ctx, ln) }()
+	tg := &testGateway{Gateway: g, URL: "http://" + ln.Addr().String()}
+	waitFor(t, "ready", func() bool { st, _ := tg.get(t, "/readyz", nil); return st == 200 })
+	a := tg.mcpClient(t, "") // holds a listening stream open
+	a.call(t, "items_echo", map[string]any{})
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run = %v", err)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("shutdown blocked by a connected agent")
 	}
 }

@@ -199,7 +199,8 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 // Config returns the effective configuration (defaults filled).
 func (g *Gateway) Config() Config { return *g.cfg }
 
-// Handler serves every route of the gateway on one port.
+// Handler serves every route of the gateway on one port. Until Start has
+// run the readiness wait, every route but /healthz and /readyz answers 503.
 func (g *Gateway) Handler() http.Handler { return g.handler }
 
 // Start begins the readiness wait and tool discovery in the background
@@ -234,6 +235,9 @@ var ErrStartupFailed = errors.New("gateway startup failed")
 // when a backing server missed its readiness deadline.
 func (g *Gateway) Run(ctx context.Context, l net.Listener) error {
 	srv := &http.Server{Handler: g.handler, ReadHeaderTimeout: 30 * time.Second}
+	// Agents' listening streams never end on their own: close them when
+	// shutdown starts so in-flight requests drain quickly.
+	srv.RegisterOnShutdown(g.mcp.close)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
 	g.Start()
