@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/sqlite"
 	"github.com/agentenv/agentenv/runner"
 )
@@ -354,5 +355,51 @@ func TestRegistryPanics(t *testing.T) {
 	}
 	if _, err := reg.Lookup("nope"); !errors.Is(err, runner.ErrUnknownStepType) {
 		t.Errorf("Lookup: %v", err)
+	}
+}
+
+func TestJournal(t *testing.T) {
+	ctx := context.Background()
+	docs, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "documents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer docs.Close()
+	r := runner.New(&runner.Options{Steps: probeRegistry(newProbe())})
+	task, _ := r.ParseTask("j", 1, []byte(`[{"id":"a","type":"probe","set":{"out_a":1}},{"id":"b","type":"probe","set":{"out_b":[1,2]}}]`))
+	rc := runner.NewRunContext(map[string]any{"metadata": map[string]any{"user_overrides": map[string]any{"litellm_api_key": "sk-x"}}}, nil)
+	res, err := r.Run(ctx, task, rc, &runner.RunOptions{Documents: docs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := docs.QueryRecords(ctx, registry.TaskStepJournal, &registry.RecordQuery{Where: map[string]any{"instance_id": res.InstanceID}, OrderBy: "seq"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	rebuilt := map[string]any{}
+	for _, rec := range recs {
+		var e struct {
+			StepID string     `json:"step_id"`
+			Ops    runner.Ops `json:"ops"`
+		}
+		if err := rec.Decode(&e); err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, e.StepID)
+		e.Ops.Apply(rebuilt)
+		if bytes.Contains(rec.Data, []byte("sk-x")) {
+			t.Error("a secret reached the journal")
+		}
+	}
+	if fmt.Sprint(steps) != "[__seed__ a b]" {
+		t.Errorf("journal steps %v", steps)
+	}
+	// Replaying the journal gives the recorded context.
+	inst, _ := runner.GetInstance(ctx, docs, res.InstanceID)
+	a, _ := json.Marshal(rebuilt)
+	b, _ := json.Marshal(inst.Context)
+	if !bytes.Equal(a, b) {
+		t.Errorf("replayed journal\n%s\nrecorded\n%s", a, b)
 	}
 }

@@ -41,6 +41,10 @@ type Instance struct {
 	StepAttemptFailures []any           `json:"step_attempt_failures"`
 }
 
+// JournalSeedStep is the reserved step id of the journal entry holding the
+// seed context.
+const JournalSeedStep = "__seed__"
+
 // CompletedStep is one completed_steps[] entry.
 type CompletedStep struct {
 	StepID string `json:"step_id"`
@@ -87,7 +91,13 @@ func (r *recorder) start(ctx context.Context, inst *Instance) {
 	}
 	if err != nil {
 		r.log.Warn("task instance: seed write failed", "instance_id", inst.InstanceID, "error", err)
+		return
 	}
+	var seed Ops
+	for k, v := range inst.Context {
+		seed.Sets = append(seed.Sets, SetOp{Path: []string{k}, Value: v})
+	}
+	r.journal(ctx, JournalSeedStep, "success", 0, inst.RunGeneration, 0, seed)
 }
 
 // step records one completion and the context paths it changed.
@@ -96,7 +106,7 @@ func (r *recorder) step(ctx context.Context, stepID, status string, ops Ops, tot
 		return
 	}
 	now := registry.FormatMinute(r.now())
-	_, err := r.docs.UpdateRecord(ctx, registry.TaskInstances, r.id, func(doc map[string]any) error {
+	rec, err := r.docs.UpdateRecord(ctx, registry.TaskInstances, r.id, func(doc map[string]any) error {
 		c, _ := normalize(doc["context"]).(map[string]any)
 		if c == nil {
 			c = map[string]any{}
@@ -118,6 +128,29 @@ func (r *recorder) step(ctx context.Context, stepID, status string, ops Ops, tot
 	})
 	if err != nil {
 		r.log.Warn("task instance: step write failed", "instance_id", r.id, "step_id", stepID, "error", err)
+		return
+	}
+	var after struct {
+		JournalSeq    int `json:"journal_seq"`
+		RunGeneration int `json:"run_generation"`
+	}
+	_ = rec.Decode(&after)
+	r.journal(ctx, stepID, status, after.JournalSeq, after.RunGeneration, epoch, ops)
+}
+
+// journal writes the task_step_journal entry of one step: the ops it
+// applied, so that a later process can rebuild the context (runner.md
+// §3.1). The key is (instance_id, step_id); a re-run step replaces it.
+func (r *recorder) journal(ctx context.Context, stepID, status string, seq, generation, epoch int, ops Ops) {
+	b, err := json.Marshal(map[string]any{
+		"instance_id": r.id, "step_id": stepID, "seq": seq, "generation": generation,
+		"attempt_epoch": epoch, "status": status, "recorded_at": registry.FormatISO(r.now()), "ops": ops,
+	})
+	if err == nil {
+		_, err = r.docs.UpsertRecord(ctx, registry.TaskStepJournal, r.id+"|"+stepID, b)
+	}
+	if err != nil {
+		r.log.Warn("task step journal: write failed", "instance_id", r.id, "step_id", stepID, "error", err)
 	}
 }
 

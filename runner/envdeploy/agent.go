@@ -1,0 +1,242 @@
+package envdeploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/agentenv/agentenv/registry"
+)
+
+// AgentDeployRequest deploys one agent.
+type AgentDeployRequest struct {
+	Agent registry.Ref
+	// EnvInstances are the env instances the agent uses; it joins their
+	// groups and must run on the same sandbox type.
+	EnvInstances []string
+	Sandbox      string // "" = AgentSandbox (or the envs' sandbox)
+	TTL          time.Duration
+	EnvVars      map[string]string
+	// ModelBaseURL and ModelAPIKey become LITELLM_BASE_URL and
+	// LITELLM_API_KEY (the URL rewritten to be reachable from the agent).
+	ModelBaseURL, ModelAPIKey string
+}
+
+// AgentInstance is the a2a_agent_instances record.
+type AgentInstance struct {
+	InstanceID     string   `json:"instance_id"`
+	AgentID        string   `json:"agent_id"`
+	AgentVersion   int      `json:"agent_version"`
+	AgentName      string   `json:"agent_name"`
+	Status         string   `json:"status"`
+	APIURL         string   `json:"api_url"`
+	A2AURL         string   `json:"a2a_url"`
+	SandboxID      string   `json:"sandbox_id"`
+	SandboxType    string   `json:"sandbox_type"`
+	EnvInstanceIDs []string `json:"env_instance_ids"`
+	// EnvMCPURLs maps env instance ids to the MCP URL the agent uses for
+	// each (the env's network alias on Docker).
+	EnvMCPURLs    map[string]string `json:"env_mcp_urls"`
+	AgentCard     json.RawMessage   `json:"agent_card,omitempty"`
+	CreatedAtUTC  string            `json:"created_at_utc"`
+	ExpiresAtUTC  string            `json:"expires_at_utc"`
+	TornDownAtUTC string            `json:"torn_down_at_utc,omitempty"`
+}
+
+// AgentCardPath is where an A2A agent serves its card.
+const AgentCardPath = "/.well-known/agent.json"
+
+// DeployAgent starts an agent (runner.md §15.3): one workload with A2A_PORT,
+// in its own group and joined to the groups of its envs, published on
+// 127.0.0.1; ready when its card answers 200 with a body.
+func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (inst *AgentInstance, err error) {
+	a, err := d.Stores.GetAgent(ctx, req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = 7200 * time.Second
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return nil, &registry.InvalidError{Field: "ttl_seconds", Value: strconv.Itoa(int(ttl.Seconds())), Reason: "must be between 60 and 1209600"}
+	}
+	var envs []*EnvInstance
+	for _, id := range req.EnvInstances {
+		ei, err := d.GetInstance(ctx, id)
+		if err != nil {
+			return nil, fmt.Errorf("env instance %s: %w", id, err)
+		}
+		if ei.Status != StatusDeployed {
+			return nil, fmt.Errorf("env instance %s is %s", id, ei.Status)
+		}
+		envs = append(envs, ei)
+	}
+	spec := req.Sandbox
+	if spec == "" && len(envs) > 0 {
+		spec = envs[0].SandboxType
+	}
+	b, err := d.pick(ctx, spec, d.AgentSandbox)
+	if err != nil {
+		return nil, err
+	}
+	var join []string
+	mcpURLs := map[string]string{}
+	for _, ei := range envs {
+		if ei.SandboxType != b.Type() {
+			return nil, fmt.Errorf("env instance %s runs on %s; an agent using it must run there too, not on %s", ei.InstanceID, ei.SandboxType, b.Type())
+		}
+		join = append(join, ei.SandboxID)
+		mcpURLs[ei.InstanceID] = ei.InternalMCPURL
+	}
+	now := d.now()
+	id := newInstanceID()
+	expires := now.Add(ttl)
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: OwnerLabels(id, d.Persist, expires)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			_ = g.Terminate(context.WithoutCancel(ctx))
+		}
+	}()
+	env := map[string]string{"A2A_HOST": "0.0.0.0"}
+	maps.Copy(env, a.EnvVars)
+	maps.Copy(env, req.EnvVars)
+	if req.ModelBaseURL != "" {
+		env["LITELLM_BASE_URL"] = b.ReachableURL(req.ModelBaseURL)
+	}
+	if req.ModelAPIKey != "" {
+		env["LITELLM_API_KEY"] = req.ModelAPIKey
+	}
+	src := d.Stores.source(a.DockerImageArtifactRef, a.BinaryArtifactRef, a.ImageName,
+		fmt.Sprintf("a2a agent %s v%d", a.ID, a.Version), "agent-env a2a-agent put --id "+a.ID)
+	ep, err := g.Run(ctx, Workload{Name: "agent", Role: "agent", Source: src, Port: A2APort, PortEnv: "A2A_PORT",
+		Publish: true, Env: env, Join: join})
+	if err != nil {
+		return nil, err
+	}
+	card, err := d.waitAgent(ctx, g, ep.Host+AgentCardPath)
+	if err != nil {
+		return nil, err
+	}
+	var c struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(card, &c)
+	inst = &AgentInstance{InstanceID: id, AgentID: a.ID, AgentVersion: a.Version, AgentName: c.Name, Status: StatusDeployed,
+		APIURL: ep.Host, A2AURL: ep.Host + "/", SandboxID: g.ID(), SandboxType: b.Type(), EnvInstanceIDs: req.EnvInstances,
+		EnvMCPURLs: mcpURLs, AgentCard: card, CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
+	if inst.EnvInstanceIDs == nil {
+		inst.EnvInstanceIDs = []string{}
+	}
+	body, _ := json.Marshal(inst)
+	if _, err := d.Stores.Docs.InsertRecord(ctx, registry.A2AAgentInstances, id, body); err != nil {
+		return nil, fmt.Errorf("record agent instance: %w", err)
+	}
+	return inst, nil
+}
+
+func (d *Deployer) waitAgent(ctx context.Context, g Group, u string) (json.RawMessage, error) {
+	timeout := d.ReadyTimeout
+	if timeout == 0 {
+		timeout = 300 * time.Second
+	}
+	ctx2, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 10 * time.Millisecond
+	last := ""
+	for {
+		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
+		resp, err := d.httpClient().Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK && len(b) > 0 {
+				return b, nil
+			}
+			last = "status " + strconv.Itoa(resp.StatusCode)
+		} else {
+			last = err.Error()
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx2.Done():
+			t.Stop()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("agent not ready after %s at %s (%s); agent log tail:\n%s", timeout, u, last,
+				g.Logs(context.WithoutCancel(ctx), "agent", 15))
+		case <-t.C:
+		}
+		if delay < 500*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// GetAgentInstance reads an agent instance record.
+func (d *Deployer) GetAgentInstance(ctx context.Context, id string) (*AgentInstance, error) {
+	r, err := d.Stores.Docs.GetRecord(ctx, registry.A2AAgentInstances, id)
+	if err != nil {
+		return nil, err
+	}
+	var inst AgentInstance
+	return &inst, r.Decode(&inst)
+}
+
+// TeardownAgent removes an agent instance; idempotent.
+func (d *Deployer) TeardownAgent(ctx context.Context, id string) error {
+	inst, err := d.GetAgentInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := d.terminate(ctx, inst.SandboxType, inst.SandboxID); err != nil {
+		return err
+	}
+	return d.markTornDown(ctx, registry.A2AAgentInstances, id)
+}
+
+// Prune removes, on every backend that answers, the labelled resources
+// whose owner is gone (Orphaned), and returns what it removed. Backends
+// that do not answer are skipped and reported in skipped.
+func (d *Deployer) Prune(ctx context.Context) (removed []string, skipped []string, err error) {
+	live := func(id string) bool {
+		for _, c := range []registry.Collection{registry.EnvInstances, registry.A2AAgentInstances} {
+			r, err := d.Stores.Docs.GetRecord(ctx, c, id)
+			if err != nil {
+				continue
+			}
+			var st struct {
+				Status string `json:"status"`
+			}
+			if r.Decode(&st) == nil && st.Status == StatusDeployed {
+				return true
+			}
+		}
+		return false
+	}
+	var errs []error
+	for name, b := range d.Backends {
+		if err := b.Check(ctx); err != nil {
+			skipped = append(skipped, name+": "+err.Error())
+			continue
+		}
+		r, err := b.Prune(ctx, Orphaned(d.now(), live))
+		removed = append(removed, r...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return removed, skipped, fmt.Errorf("prune: %v", errs)
+	}
+	return removed, skipped, nil
+}

@@ -1,0 +1,473 @@
+package envdeploy
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/registry"
+)
+
+// Gateway modes.
+const (
+	ModePerformance = "performance"
+	ModeConsistent  = "consistent"
+)
+
+// TTL bounds of `env deploy --ttl-seconds` (runner.md §13).
+const (
+	MinTTL     = 60 * time.Second
+	MaxTTL     = 1209600 * time.Second
+	DefaultTTL = 10800 * time.Second
+)
+
+// Instance statuses.
+const (
+	StatusDeployed = "deployed"
+	StatusTornDown = "torn_down"
+)
+
+// Deployer deploys and tears down env and agent instances.
+type Deployer struct {
+	Stores Stores
+	// Backends maps sandbox names to backends.
+	Backends map[string]Backend
+	// DefaultSandbox and AgentSandbox are the [sandbox] default and
+	// agent_default specs (names or comma chains); "" = "docker,process".
+	DefaultSandbox, AgentSandbox string
+	// Gateway registers the default gateway env when it is missing
+	// (runner.md §15.1 step 2); nil makes a missing gateway an error.
+	Gateway func(ctx context.Context) (*Env, error)
+	// ReadyTimeout bounds readiness polling; 0 = 300 s.
+	ReadyTimeout time.Duration
+	// Persist marks resources as outliving this process (CLI deploys); a
+	// test or a bundle run leaves it false so Prune reclaims them once the
+	// process is gone.
+	Persist bool
+	Out     io.Writer
+	Logger  *slog.Logger
+	Now     func() time.Time
+	// HTTP is the client for readiness checks; nil = a 2 s-timeout client.
+	HTTP *http.Client
+}
+
+func (d *Deployer) now() time.Time {
+	if d.Now != nil {
+		return d.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (d *Deployer) log() *slog.Logger {
+	if d.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return d.Logger
+}
+
+func (d *Deployer) httpClient() *http.Client {
+	if d.HTTP != nil {
+		return d.HTTP
+	}
+	return &http.Client{Timeout: 2 * time.Second}
+}
+
+// DeployRequest deploys one env.
+type DeployRequest struct {
+	Env         registry.Ref
+	Sandbox     string // spec; "" = DefaultSandbox
+	TTL         time.Duration
+	GatewayMode string
+	GatewayID   string // "" = default
+}
+
+// EnvInstance is the env_instances record (runner.md §15.1 step 7).
+type EnvInstance struct {
+	InstanceID          string            `json:"instance_id"`
+	EnvID               string            `json:"env_id"`
+	EnvVersion          int               `json:"env_version"`
+	EnvType             string            `json:"env_type"`
+	Status              string            `json:"status"`
+	GatewayURL          string            `json:"gateway_url"`
+	MCPURL              string            `json:"mcp_url"`
+	DBWebURL            *string           `json:"db_web_url"`
+	DBMCPURL            *string           `json:"db_mcp_url"`
+	EnvironmentCardURL  string            `json:"environment_card_url"`
+	EnvironmentCard     json.RawMessage   `json:"environment_card,omitempty"`
+	WebsiteFrontendURLs map[string]string `json:"website_frontend_urls"`
+	GatewayMode         string            `json:"gateway_mode"`
+	EnvStateInstanceIDs []string          `json:"env_state_instance_ids"`
+	SandboxID           string            `json:"sandbox_id"`
+	SandboxType         string            `json:"sandbox_type"`
+	SandboxIDs          map[string]any    `json:"sandbox_ids"`
+	// ServerName is the gateway's MCP_SERVER_NAME (also its network alias).
+	ServerName string `json:"server_name"`
+	// InternalMCPURL is the MCP URL from inside the env's group: what an
+	// agent joining it uses (http://<server name>:18765/mcp on Docker).
+	InternalMCPURL string   `json:"internal_mcp_url"`
+	MCPServers     []string `json:"mcp_servers"`
+	CreatedAtUTC   string   `json:"created_at_utc"`
+	ExpiresAtUTC   string   `json:"expires_at_utc"`
+	TornDownAtUTC  string   `json:"torn_down_at_utc,omitempty"`
+}
+
+// ExpiresAt parses ExpiresAtUTC.
+func (e *EnvInstance) ExpiresAt() time.Time {
+	t, _ := time.Parse(time.RFC3339, e.ExpiresAtUTC)
+	return t
+}
+
+type server struct {
+	env *Env
+	src Source
+}
+
+// resolve loads the servers of an env.
+func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
+	var members []*Env
+	switch e.Type {
+	case TypeMCPServer:
+		members = []*Env{e}
+	case TypeMulti:
+		for _, r := range e.MCPServerRefs {
+			m, err := d.Stores.getEnv(ctx, r)
+			if err != nil {
+				return nil, fmt.Errorf("multi env %s: member %s: %w", e.ID, r, err)
+			}
+			members = append(members, m)
+		}
+	default:
+		return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "is a " + e.Type + " env; deploy an mcp_server or multi env"}
+	}
+	out := make([]server, 0, len(members))
+	seen := map[string]bool{}
+	for _, m := range members {
+		if seen[m.EnvironmentName] {
+			return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "two servers share environment_name " + m.EnvironmentName}
+		}
+		seen[m.EnvironmentName] = true
+		out = append(out, server{env: m, src: d.Stores.source(m.DockerImageArtifactRef, m.BinaryArtifactRef, m.ImageName,
+			fmt.Sprintf("env %s v%d", m.ID, m.Version), "agent-env env mcp-server put --id "+m.ID)})
+	}
+	return out, nil
+}
+
+// pick returns the first backend of spec that answers.
+func (d *Deployer) pick(ctx context.Context, spec, def string) (Backend, error) {
+	if spec == "" {
+		spec = def
+	}
+	if spec == "" {
+		spec = "docker,process"
+	}
+	names := strings.Split(spec, ",")
+	var errs []string
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		b, ok := d.Backends[n]
+		if !ok {
+			known := make([]string, 0, len(d.Backends))
+			for k := range d.Backends {
+				known = append(known, k)
+			}
+			return nil, fmt.Errorf("unknown sandbox provider %q (known: %s)", n, strings.Join(known, ", "))
+		}
+		if err := b.Check(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			errs = append(errs, n+": "+err.Error())
+			continue
+		}
+		return b, nil
+	}
+	if len(names) == 1 {
+		return nil, errors.New(errs[0])
+	}
+	return nil, fmt.Errorf("All %d providers failed: %s", len(names), strings.Join(errs, "; "))
+}
+
+func newInstanceID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func fourDigits() string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(10000))
+	return fmt.Sprintf("env%04d", n.Int64())
+}
+
+func (d *Deployer) printf(format string, a ...any) {
+	if d.Out != nil {
+		fmt.Fprintf(d.Out, format+"\n", a...)
+	}
+}
+
+// gatewayEnv loads (or auto-registers) the gateway env.
+func (d *Deployer) gatewayEnv(ctx context.Context, id string) (*Env, error) {
+	if id == "" {
+		id = DefaultGatewayID
+	}
+	g, err := d.Stores.getEnv(ctx, registry.Ref{ID: id})
+	if errors.Is(err, registry.ErrNotFound) && id == DefaultGatewayID && d.Gateway != nil {
+		d.printf("Registering the gateway image (env %s)...", id)
+		return d.Gateway(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gateway env %s: %w (register it with agent-env env gateway put --id %s)", id, err, id)
+	}
+	if g.Type != TypeGatewayServer {
+		return nil, &registry.InvalidError{Field: "gateway", Value: id, Reason: "is a " + g.Type + " env, not a gateway_server"}
+	}
+	return g, nil
+}
+
+// Deploy deploys an env behind a gateway (runner.md §15.1). On any failure
+// everything created is removed before the error returns.
+func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInstance, err error) {
+	mode := req.GatewayMode
+	if mode == "" {
+		mode = ModePerformance
+	}
+	if mode != ModePerformance && mode != ModeConsistent {
+		return nil, &registry.InvalidError{Field: "gateway_mode", Value: mode, Reason: "must be performance or consistent"}
+	}
+	ttl := req.TTL
+	if ttl == 0 {
+		ttl = DefaultTTL
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return nil, &registry.InvalidError{Field: "ttl_seconds", Value: strconv.Itoa(int(ttl.Seconds())), Reason: "must be between 60 and 1209600"}
+	}
+	e, err := d.Stores.getEnv(ctx, req.Env)
+	if err != nil {
+		return nil, err
+	}
+	d.printf("Found env: id=%s version=%d type=%s", e.ID, e.Version, e.Type)
+	if e.EnvProviderType == ProviderServer {
+		return nil, &registry.InvalidError{Field: "env_provider_type", Value: e.EnvProviderType, Reason: "the server topology is not supported by this build; register the env with --env-provider-type gateway"}
+	}
+	servers, err := d.resolve(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := d.gatewayEnv(ctx, req.GatewayID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := d.pick(ctx, req.Sandbox, d.DefaultSandbox)
+	if err != nil {
+		return nil, err
+	}
+	d.printf("Deploying (ttl=%ds, gateway_mode=%s, sandbox=%s)...", int(ttl.Seconds()), mode, b.Type())
+
+	now := d.now()
+	id := newInstanceID()
+	expires := now.Add(ttl)
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: OwnerLabels(id, d.Persist, expires)})
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			if terr := g.Terminate(context.WithoutCancel(ctx)); terr != nil {
+				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
+			}
+		}
+	}()
+
+	// MCP servers, started in parallel.
+	internal := make([]string, len(servers))
+	var wg sync.WaitGroup
+	errs := make([]error, len(servers))
+	for i, s := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			name := s.env.EnvironmentName
+			ep, err := g.Run(ctx, Workload{Name: name, Role: TypeMCPServer, Source: s.src, Port: MCPPort, PortEnv: "MCP_PORT",
+				Env: map[string]string{"MCP_HOST": "0.0.0.0", "ENVIRONMENT_NAME": name, "SERVICE_NAME": name,
+					"DATABASE_URL": "sqlite:////tmp/" + name + ".sqlite"}})
+			internal[i], errs[i] = ep.Internal, err
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	serverName := e.Name
+	if serverName == "" {
+		serverName = fourDigits()
+	}
+	var names, internalServers, proxies []string
+	aliasForm := true
+	for i, s := range servers {
+		n := s.env.EnvironmentName
+		names = append(names, n)
+		if internal[i] != "http://"+n+":"+strconv.Itoa(MCPPort) {
+			aliasForm = false
+		}
+		internalServers = append(internalServers, n+"="+internal[i]+"/mcp")
+		proxies = append(proxies, "mcp-"+n+"="+internal[i])
+	}
+	gwEnv := map[string]string{"MCP_HOST": "0.0.0.0", "MCP_SERVER_NAME": serverName,
+		"INTERNAL_MCP_PORT": strconv.Itoa(MCPPort), "REST_PROXY_URLS": strings.Join(proxies, ","), "GATEWAY_MODE": mode,
+		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl"}
+	if aliasForm {
+		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(names, ",")
+	} else {
+		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(internalServers, ",")
+		gwEnv["GATEWAY_TRAJECTORY_FILE"] = "trajectory.jsonl" // relative to the process's folder
+	}
+	gwSrc := d.Stores.source(gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
+		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
+	ep, err := g.Run(ctx, Workload{Name: "gateway", Aliases: []string{serverName}, Role: "gateway", Source: gwSrc,
+		Port: MCPPort, PortEnv: "MCP_PORT", Publish: true, Env: gwEnv})
+	if err != nil {
+		return nil, err
+	}
+	cardURL := ep.Host + protocol.EnvCardPath
+	card, err := d.waitCard(ctx, g, cardURL, len(servers))
+	if err != nil {
+		return nil, err
+	}
+	mcpPath := protocol.DefaultMCPPath
+	var parsed protocol.EnvCard
+	if json.Unmarshal(card, &parsed) == nil {
+		mcpPath = parsed.MCPPath()
+	}
+	inst = &EnvInstance{InstanceID: id, EnvID: e.ID, EnvVersion: e.Version, EnvType: e.Type, Status: StatusDeployed,
+		GatewayURL: ep.Host, MCPURL: ep.Host + mcpPath, EnvironmentCardURL: cardURL, EnvironmentCard: card,
+		WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
+		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
+		ServerName: serverName, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
+		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
+	body, _ := json.Marshal(inst)
+	if _, err := d.Stores.Docs.InsertRecord(ctx, registry.EnvInstances, id, body); err != nil {
+		return nil, fmt.Errorf("record env instance: %w", err)
+	}
+	return inst, nil
+}
+
+// aliasURL replaces the workload name of an internal URL with alias when
+// the backend resolves aliases.
+func aliasURL(internal, alias string, aliasForm bool) string {
+	if !aliasForm {
+		return internal
+	}
+	return "http://" + alias + ":" + strconv.Itoa(MCPPort)
+}
+
+// waitCard polls the gateway card until it answers below 500 and lists
+// every child (≤ ReadyTimeout), with backoff.
+func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int) (json.RawMessage, error) {
+	timeout := d.ReadyTimeout
+	if timeout == 0 {
+		timeout = 300 * time.Second
+	}
+	ctx2, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	delay := 10 * time.Millisecond
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
+		resp, err := d.httpClient().Do(req)
+		if err == nil {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				var c protocol.EnvCard
+				if json.Unmarshal(b, &c) == nil && len(c.ChildrenEnvironments) >= children {
+					return b, nil
+				}
+				last = fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children)
+			} else {
+				last = "status " + strconv.Itoa(resp.StatusCode)
+			}
+		} else {
+			last = err.Error()
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx2.Done():
+			t.Stop()
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			logs := g.Logs(context.WithoutCancel(ctx), "gateway", 15)
+			return nil, fmt.Errorf("gateway not ready after %s at %s (%s); gateway log tail:\n%s", timeout, u, last, logs)
+		case <-t.C:
+		}
+		if delay < 500*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// GetInstance reads an env instance record.
+func (d *Deployer) GetInstance(ctx context.Context, id string) (*EnvInstance, error) {
+	r, err := d.Stores.Docs.GetRecord(ctx, registry.EnvInstances, id)
+	if err != nil {
+		return nil, err
+	}
+	var inst EnvInstance
+	if err := r.Decode(&inst); err != nil {
+		return nil, err
+	}
+	return &inst, nil
+}
+
+// Teardown removes an env instance's group and marks its record torn
+// down; it is idempotent. An unknown id is a registry.ErrNotFound error.
+func (d *Deployer) Teardown(ctx context.Context, id string) error {
+	inst, err := d.GetInstance(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := d.terminate(ctx, inst.SandboxType, inst.SandboxID); err != nil {
+		return err
+	}
+	return d.markTornDown(ctx, registry.EnvInstances, id)
+}
+
+func (d *Deployer) terminate(ctx context.Context, typ, groupID string) error {
+	b, ok := d.Backends[typ]
+	if !ok {
+		return fmt.Errorf("instance runs on sandbox %q, which is not configured", typ)
+	}
+	g, err := b.OpenGroup(ctx, groupID)
+	if errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return g.Terminate(ctx)
+}
+
+func (d *Deployer) markTornDown(ctx context.Context, c registry.Collection, id string) error {
+	now := d.now().Format(time.RFC3339)
+	_, err := d.Stores.Docs.UpdateRecord(ctx, c, id, func(doc map[string]any) error {
+		if doc["status"] == StatusTornDown {
+			return registry.ErrNoChange
+		}
+		doc["status"] = StatusTornDown
+		doc["torn_down_at_utc"] = now
+		return nil
+	})
+	return err
+}
