@@ -63,7 +63,6 @@ func (e executor) Execute(ctx context.Context, rc *a2asrv.RequestContext, q even
 	}
 
 	task, timeout := s.newTask(rc, in, tlog, q)
-	defer task.sessions.closeAll()
 	res, runErr := s.runAgent(ctx, task, timeout)
 
 	if ctx.Err() != nil && errors.Is(context.Cause(ctx), context.Canceled) {
@@ -115,7 +114,7 @@ func (s *Server) newTask(rc *a2asrv.RequestContext, in *inbound, tlog *Trajector
 		Trajectory: tlog,
 		config:     cfg,
 		srv:        s,
-		sessions:   &mcpSessions{log: s.log},
+		sessions:   s.mcpSessionsFor(rc.ContextID),
 	}
 	if in != nil && rc.Message != nil && in.messageID == rc.Message.ID {
 		t.Parts = in.parts

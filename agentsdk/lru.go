@@ -10,8 +10,10 @@ import (
 type lru[V any] struct {
 	mu  sync.Mutex
 	max int
-	ll  *list.List
-	m   map[string]*list.Element
+	// onEvict, when set, is called (outside the lock) with evicted values.
+	onEvict func(V)
+	ll      *list.List
+	m       map[string]*list.Element
 }
 
 type lruEntry[V any] struct {
@@ -56,11 +58,33 @@ func (c *lru[V]) put(key string, v V) {
 		return
 	}
 	c.m[key] = c.ll.PushFront(&lruEntry[V]{key, v})
+	var evicted []V
 	for c.ll.Len() > c.max {
 		last := c.ll.Back()
 		c.ll.Remove(last)
 		delete(c.m, last.Value.(*lruEntry[V]).key)
+		evicted = append(evicted, last.Value.(*lruEntry[V]).val)
 	}
+	if c.onEvict != nil && len(evicted) > 0 {
+		c.mu.Unlock()
+		for _, v := range evicted {
+			c.onEvict(v)
+		}
+		c.mu.Lock()
+	}
+}
+
+// drain removes every entry and returns the values.
+func (c *lru[V]) drain() []V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []V
+	for e := c.ll.Front(); e != nil; e = e.Next() {
+		out = append(out, e.Value.(*lruEntry[V]).val)
+	}
+	c.ll.Init()
+	c.m = map[string]*list.Element{}
+	return out
 }
 
 // contextLocks serialises the tasks of one context, in arrival order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -66,5 +67,56 @@ func TestTaskMCPSessionSendsRoleAndHeaders(t *testing.T) {
 	}
 	if strings.Contains(task.Text(), "tok") {
 		t.Fatal("header leaked")
+	}
+}
+
+// Sessions are cached per context: a second task of the same context
+// reuses the session; another context or a role change opens a new one.
+func TestMCPSessionsCachedPerContext(t *testing.T) {
+	s := server.NewMCPServer("env", "1.0.0", server.WithToolCapabilities(true))
+	s.AddTool(mcp.NewTool("ping"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("pong " + req.Header.Get(protocol.HeaderRole)), nil
+	})
+	inits := make(chan struct{}, 16)
+	h := server.NewStreamableHTTPServer(s, server.WithDisableLocalhostProtection(true))
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.Header.Get(protocol.HeaderMCPSessionID) == "" {
+			inits <- struct{}{}
+		}
+		h.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
+		sess, err := tk.MCP(ctx, "env")
+		if err != nil {
+			return nil, err
+		}
+		res, err := sess.CallTool(ctx, "ping", nil)
+		if err != nil {
+			return nil, err
+		}
+		return agentsdk.Text(res.Text), nil
+	}))
+	ext(t, a, "POST", protocol.AgentMCPConfigPath, map[string]any{"url": hs.URL + "/mcp", "name": "env"})
+	ctx := testCtx(t)
+	send := func(contextID string) string {
+		task, err := a.Client.Send(ctx, contextID, "x", true)
+		if err != nil || task.Status.State != "completed" {
+			t.Fatalf("%+v %v", task, err)
+		}
+		return task.Text()
+	}
+	send("c1")
+	send("c1")
+	if n := len(inits); n != 1 {
+		t.Fatalf("initializes after two tasks of one context: %d", n)
+	}
+	send("c2")
+	if n := len(inits); n != 2 {
+		t.Fatalf("initializes after a second context: %d", n)
+	}
+	ext(t, a, "POST", protocol.AgentConfigPath, map[string]any{"role": "judge"})
+	if got := send("c1"); got != "pong judge" || len(inits) != 3 {
+		t.Fatalf("after role change: %q, %d initializes", got, len(inits))
 	}
 }

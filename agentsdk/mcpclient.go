@@ -10,6 +10,7 @@ import (
 	"maps"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -28,8 +29,11 @@ var ErrUnknownMCPServer = errors.New("agentsdk: unknown MCP server")
 type MCPSession struct {
 	Name string
 	c    *client.Client
-	mu   sync.Mutex
-	seq  int
+	key  string
+	// broken is set on a transport failure: the next Task.MCP reopens.
+	broken atomic.Bool
+	mu     sync.Mutex
+	seq    int
 }
 
 // Tool is one MCP tool descriptor, with its schema kept byte for byte.
@@ -51,8 +55,10 @@ type ToolResult struct {
 	Raw json.RawMessage
 }
 
-// MCP opens (once per task, then cached) a session to the named server.
-// Sessions close when the task ends.
+// MCP opens a session to the named server, or reuses the one this
+// context opened before (sessions are cached per context, reopened when
+// the server's url, headers or the role changed or the session broke, and
+// closed when the context is evicted or the server closes).
 func (t *Task) MCP(ctx context.Context, name string) (*MCPSession, error) {
 	srv, ok := t.MCPServers[name]
 	if !ok {
@@ -61,18 +67,32 @@ func (t *Task) MCP(ctx context.Context, name string) (*MCPSession, error) {
 	return t.sessions.get(ctx, name, srv, t.Role)
 }
 
-// mcpSessions caches the sessions of one task.
+// mcpSessions caches the sessions of one context. Tasks of a context run
+// one at a time, so a session is never shared by two running tasks.
 type mcpSessions struct {
-	log *slog.Logger
-	mu  sync.Mutex
-	m   map[string]*MCPSession
+	mu     sync.Mutex
+	m      map[string]*MCPSession
+	closed bool
+}
+
+func sessionKey(srv MCPServer, role string) string {
+	b, _ := json.Marshal([]any{srv.URL, srv.Headers, role})
+	return string(b)
 }
 
 func (s *mcpSessions) get(ctx context.Context, name string, srv MCPServer, role string) (*MCPSession, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("agentsdk: MCP sessions of this context are closed")
+	}
+	key := sessionKey(srv, role)
 	if sess, ok := s.m[name]; ok {
-		return sess, nil
+		if sess.key == key && !sess.broken.Load() {
+			return sess, nil
+		}
+		_ = sess.c.Close()
+		delete(s.m, name)
 	}
 	headers := maps.Clone(srv.Headers)
 	if headers == nil {
@@ -100,7 +120,7 @@ func (s *mcpSessions) get(ctx context.Context, name string, srv MCPServer, role 
 	if s.m == nil {
 		s.m = map[string]*MCPSession{}
 	}
-	sess := &MCPSession{Name: name, c: c}
+	sess := &MCPSession{Name: name, c: c, key: key}
 	s.m[name] = sess
 	return sess, nil
 }
@@ -112,6 +132,7 @@ func (s *mcpSessions) closeAll() {
 		_ = sess.c.Close()
 	}
 	s.m = nil
+	s.closed = true
 }
 
 func (m *MCPSession) send(ctx context.Context, method string, params any) (json.RawMessage, error) {
@@ -122,6 +143,7 @@ func (m *MCPSession) send(ctx context.Context, method string, params any) (json.
 	resp, err := m.c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{
 		JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Params: params})
 	if err != nil {
+		m.broken.Store(true)
 		return nil, fmt.Errorf("mcp %s: %s: %w", m.Name, method, err)
 	}
 	if resp.Error != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/a2aproject/a2a-go/a2a"
@@ -58,6 +59,8 @@ type Server struct {
 	traj       *trajectoryStore
 	locks      contextLocks
 	sessions   *lru[string]
+	mcpCache   *lru[*mcpSessions]
+	mcpMu      sync.Mutex
 	submitted  *lru[*a2a.Task]
 	extensions []*extension
 	httpClient *http.Client
@@ -114,6 +117,8 @@ func New(card *Card, opts *Options) (*Server, error) {
 	s.mcp = newMCPRegistry()
 	s.traj = newTrajectoryStore(max)
 	s.sessions = newLRU[string](max)
+	s.mcpCache = newLRU[*mcpSessions](max)
+	s.mcpCache.onEvict = func(m *mcpSessions) { m.closeAll() }
 	s.submitted = newLRU[*a2a.Task](1024)
 	h := Handler(agent.Run)
 	for _, mw := range slices.Backward(s.opts.Middleware) {
@@ -143,6 +148,27 @@ func New(card *Card, opts *Options) (*Server, error) {
 	}
 	s.mux = mux
 	return s, nil
+}
+
+// mcpSessionsFor returns the MCP session cache of a context.
+func (s *Server) mcpSessionsFor(contextID string) *mcpSessions {
+	s.mcpMu.Lock()
+	defer s.mcpMu.Unlock()
+	if m, ok := s.mcpCache.get(contextID); ok {
+		return m
+	}
+	m := &mcpSessions{}
+	s.mcpCache.put(contextID, m)
+	return m
+}
+
+// Close closes the cached MCP sessions. Serve calls it on shutdown; call
+// it when serving the handler some other way.
+func (s *Server) Close() error {
+	for _, m := range s.mcpCache.drain() {
+		m.closeAll()
+	}
+	return nil
 }
 
 // ServeHTTP serves every route of the agent.
@@ -196,6 +222,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	defer s.Close()
 	if err := hs.Shutdown(sctx); err != nil {
 		return err
 	}

@@ -41,7 +41,7 @@ func Start(t testing.TB, card *agentsdk.Card, opts *agentsdk.Options) *Agent {
 		t.Fatalf("agentsdk.New: %v", err)
 	}
 	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
+	t.Cleanup(func() { hs.Close(); _ = s.Close() })
 	return &Agent{URL: hs.URL, Server: s, Client: &Client{BaseURL: hs.URL, HTTP: hs.Client()}}
 }
 
