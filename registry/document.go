@@ -165,7 +165,10 @@ func (r Record) Decode(v any) error { return json.Unmarshal(r.Data, v) }
 // JSON values; all must hold. The zero value returns every record in
 // creation order.
 type RecordQuery struct {
-	Where    map[string]any
+	Where map[string]any
+	// Filters are further predicates (Ne, Gte, Lte, In, Exists, ...), ANDed
+	// with Where.
+	Filters  []Filter
 	OrderBy  string // dotted path; "" = creation time. Absent values sort last.
 	Desc     bool
 	Limit    int // 0: no limit

@@ -29,6 +29,7 @@ func RunDocumentStore(t *testing.T, newStore DocumentFactory) {
 	t.Run("Records", func(t *testing.T) { testRecords(t, newStore(t)) })
 	t.Run("ConcurrentRecordUpdates", func(t *testing.T) { testConcurrentUpdates(t, newStore(t)) })
 	t.Run("QueryRecords", func(t *testing.T) { testQuery(t, newStore(t)) })
+	t.Run("UpdateSpec", func(t *testing.T) { testUpdateSpec(t, newStore(t)) })
 	t.Run("SecretsStripped", func(t *testing.T) { testSecrets(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
@@ -474,6 +475,74 @@ func testQuery(t *testing.T, s registry.DocumentStore) {
 	q(registry.RecordQuery{OrderBy: "n", Desc: true}, "2,1,3,4")
 	q(registry.RecordQuery{OrderBy: "n", Limit: 2, Offset: 1}, "1,2")
 	q(registry.RecordQuery{Where: map[string]any{"env_id": "nope"}}, "")
+	F := func(path string, op registry.Op, v any) []registry.Filter {
+		return []registry.Filter{{Path: path, Op: op, Value: v}}
+	}
+	q(registry.RecordQuery{Filters: F("n", registry.OpGte, 3)}, "1,2")
+	q(registry.RecordQuery{Filters: F("n", registry.OpLte, 3)}, "1,3")
+	q(registry.RecordQuery{Filters: F("n", registry.OpLteOrAbsent, 3)}, "1,3,4")
+	q(registry.RecordQuery{Filters: F("env_id", registry.OpNe, "items")}, "3")
+	q(registry.RecordQuery{Filters: F("n", registry.OpIn, []any{1, 10})}, "2,3")
+	q(registry.RecordQuery{Filters: F("metadata.deploy_step_id", registry.OpExists, true)}, "1,2")
+	q(registry.RecordQuery{Filters: F("metadata", registry.OpExists, false)}, "3,4")
+	q(registry.RecordQuery{Filters: F("n", registry.OpAbsentOrNull, nil)}, "4")
+	q(registry.RecordQuery{Where: map[string]any{"env_id": "items"}, Filters: F("n", registry.OpGte, 4)}, "2")
+	for _, bad := range []registry.Filter{{Path: "n", Op: "between"}, {Path: "", Op: registry.OpEq}, {Path: "n", Op: registry.OpIn, Value: 3}, {Path: "n", Op: registry.OpExists, Value: "yes"}} {
+		if _, err := s.QueryRecords(ctx, registry.EnvInstances, &registry.RecordQuery{Filters: []registry.Filter{bad}}); !errors.Is(err, registry.ErrInvalid) {
+			t.Errorf("bad filter %v: %v", bad, err)
+		}
+	}
+}
+
+func testUpdateSpec(t *testing.T, s registry.DocumentStore) {
+	ctx := context.Background()
+	key := uid(t, "inst")
+	if _, err := s.InsertRecord(ctx, registry.TaskInstances, key, json.RawMessage(`{"status":"running","journal_seq":4,"completed_steps":[{"step_id":"a","status":"success"}],"context":{"metadata":{"x":1}}}`)); err != nil {
+		t.Fatal(err)
+	}
+	u := registry.Update{
+		Set:      map[string]any{"status": "completed", "context.metadata.verifications": map[string]any{"v": map[string]any{"score": 1}}},
+		Unset:    []string{"context.metadata.x"},
+		Inc:      map[string]float64{"journal_seq": 1},
+		AddToSet: map[string][]any{"completed_steps": {map[string]any{"status": "success", "step_id": "a"}, map[string]any{"step_id": "b", "status": "failure"}}},
+		Push:     map[string][]any{"rerecorded_steps": {"a"}},
+	}
+	r, err := s.UpdateRecord(ctx, registry.TaskInstances, key, u.Mutator())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Status         string `json:"status"`
+		JournalSeq     int    `json:"journal_seq"`
+		CompletedSteps []struct {
+			StepID string `json:"step_id"`
+		} `json:"completed_steps"`
+		Rerecorded []string       `json:"rerecorded_steps"`
+		Context    map[string]any `json:"context"`
+	}
+	if err := r.Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	meta := doc.Context["metadata"].(map[string]any)
+	if doc.Status != "completed" || doc.JournalSeq != 5 || len(doc.CompletedSteps) != 2 || len(doc.Rerecorded) != 1 || meta["x"] != nil || meta["verifications"] == nil {
+		t.Fatalf("after update: %s", r.Data)
+	}
+	if r2, err := s.UpdateRecord(ctx, registry.TaskInstances, key, registry.Update{}.Mutator()); err != nil || r2.Rev != r.Rev {
+		t.Fatalf("empty update wrote: rev %d→%d, %v", r.Rev, r2.Rev, err)
+	}
+	for _, bad := range []registry.Update{
+		{Set: map[string]any{"a": 1}, Unset: []string{"a"}},
+		{Set: map[string]any{"a": 1, "a.b": 2}},
+		{Inc: map[string]float64{"status": 1}},
+		{AddToSet: map[string][]any{"status": {1}}},
+	} {
+		if _, err := s.UpdateRecord(ctx, registry.TaskInstances, key, bad.Mutator()); !errors.Is(err, registry.ErrInvalid) {
+			t.Errorf("update %+v: %v, want ErrInvalid", bad, err)
+		}
+	}
+	if got, _ := s.GetRecord(ctx, registry.TaskInstances, key); got.Rev != r.Rev {
+		t.Fatalf("refused updates wrote: rev %d→%d", r.Rev, got.Rev)
+	}
 }
 
 // SecretValue is what the suite stores under secret keys; backend tests can

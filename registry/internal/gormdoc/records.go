@@ -1,7 +1,6 @@
 package gormdoc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -209,13 +208,15 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	if opt.Limit < 0 || opt.Offset < 0 {
 		return nil, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
 	}
-	want := make(map[string][]byte, len(opt.Where))
-	for path, v := range opt.Where {
-		b, err := json.Marshal(v)
-		if err != nil {
-			return nil, &registry.InvalidError{Field: "where", Value: path, Reason: err.Error()}
+	filters := make([]registry.Filter, 0, len(opt.Where)+len(opt.Filters))
+	for _, path := range sortedKeys(opt.Where) {
+		filters = append(filters, registry.Filter{Path: path, Op: registry.OpEq, Value: opt.Where[path]})
+	}
+	filters = append(filters, opt.Filters...)
+	for _, f := range filters {
+		if err := f.Validate(); err != nil {
+			return nil, err
 		}
-		want[path] = canonical(b)
 	}
 	sql := `SELECT rkey, rev, created_at, updated_at, doc FROM ` + table(c)
 	var args []any
@@ -240,7 +241,7 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	for _, row := range rows {
 		r := row.record(c)
 		var doc map[string]any
-		if len(want) > 0 || opt.OrderBy != "" {
+		if len(filters) > 0 || opt.OrderBy != "" {
 			d, err := registry.DecodeObject(r.Data)
 			if err != nil {
 				continue // a corrupt row never matches a filter
@@ -248,14 +249,8 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 			doc = d
 		}
 		ok := true
-		for path, w := range want {
-			v, present := lookup(doc, path)
-			if !present {
-				ok = false
-				break
-			}
-			b, _ := json.Marshal(v)
-			if !bytes.Equal(canonical(b), w) {
+		for _, f := range filters {
+			if !f.Match(doc) {
 				ok = false
 				break
 			}
@@ -266,8 +261,8 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	}
 	if opt.OrderBy != "" {
 		sort.SliceStable(items, func(i, j int) bool {
-			a, aok := lookup(items[i].doc, opt.OrderBy)
-			b, bok := lookup(items[j].doc, opt.OrderBy)
+			a, aok := present(items[i].doc, opt.OrderBy)
+			b, bok := present(items[j].doc, opt.OrderBy)
 			if !aok || !bok {
 				return aok && !bok // absent values last, whatever the direction
 			}
@@ -296,47 +291,25 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	return out, nil
 }
 
-// canonical re-encodes JSON so that equal values compare equal as bytes
-// (numbers through json.Number keep their text; 1 and 1.0 differ).
-func canonical(b []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return b
-	}
-	out, _ := json.Marshal(v)
-	return out
+func present(doc map[string]any, path string) (any, bool) {
+	v, ok := registry.Lookup(doc, path)
+	return v, ok && v != nil
 }
 
-func lookup(doc map[string]any, path string) (any, bool) {
-	var cur any = doc
-	for _, p := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil, false
-		}
-		if cur, ok = m[p]; !ok {
-			return nil, false
-		}
-	}
-	return cur, cur != nil
-}
-
-// compare orders numbers numerically and everything else by its text.
+// compare orders numbers numerically, strings lexically, and mixed kinds
+// by their text.
 func compare(a, b any) int {
-	an, aok := a.(json.Number)
-	bn, bok := b.(json.Number)
-	if aok && bok {
-		af, _ := an.Float64()
-		bf, _ := bn.Float64()
-		switch {
-		case af < bf:
-			return -1
-		case af > bf:
-			return 1
-		}
-		return 0
+	if c, ok := registry.CompareJSON(a, b); ok {
+		return c
 	}
 	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
