@@ -45,19 +45,23 @@ func fresh(t *testing.T) *postgres.Store {
 	}
 	t.Cleanup(func() {
 		_ = s.Close()
-		admin, err := gorm.Open(pgdriver.Open(d), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		if err := admin.Exec("DROP SCHEMA " + schema + " CASCADE").Error; err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-		if db, err := admin.DB(); err == nil {
-			_ = db.Close()
-		}
+		dropSchema(t, d, schema)
 	})
 	return s
+}
+
+func dropSchema(t *testing.T, d, schema string) {
+	admin, err := gorm.Open(pgdriver.Open(d), &gorm.Config{Logger: logger.Default.LogMode(logger.Silent)})
+	if err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+		return
+	}
+	if err := admin.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE").Error; err != nil {
+		t.Errorf("drop schema %s: %v", schema, err)
+	}
+	if db, err := admin.DB(); err == nil {
+		_ = db.Close()
+	}
 }
 
 func TestConformance(t *testing.T) {
