@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentenv/agentenv/protocol"
 )
@@ -88,6 +89,9 @@ func InfraFail(code, message string) *Failure {
 
 func (f *Failure) Error() string { return f.Code + ": " + f.Message }
 
+// ErrTaskEnded is returned by Task.Emit after the run returned.
+var ErrTaskEnded = errors.New("agentsdk: the task has ended")
+
 // ErrNotStreaming is returned by Task.Emit when the agent does not stream.
 var ErrNotStreaming = errors.New("agentsdk: agent does not stream (implement Streamer)")
 
@@ -121,6 +125,7 @@ type Task struct {
 	srv      *Server
 	emit     func(ctx context.Context, parts []protocol.Part, metadata map[string]any) error
 	sessions *mcpSessions
+	ended    atomic.Bool
 }
 
 // MCPServer is one server registered through mcp-config.

@@ -228,3 +228,25 @@ func TestCancelWaitingAndFinishedTasks(t *testing.T) {
 		t.Fatalf("cancel finished task: %v", err)
 	}
 }
+
+// Emitting after the run returned is refused (the stream already ended).
+func TestEmitAfterEndIsRefused(t *testing.T) {
+	leaked := make(chan *agentsdk.Task, 1)
+	a := start(t, lateEmitter{leaked})
+	if _, err := a.Client.Send(testCtx(t), "", "x", true); err != nil {
+		t.Fatal(err)
+	}
+	tk := <-leaked
+	if err := tk.Emit(context.Background(), []protocol.Part{protocol.TextPart("late")}, nil); !errors.Is(err, agentsdk.ErrTaskEnded) {
+		t.Fatalf("late emit: %v", err)
+	}
+}
+
+type lateEmitter struct{ leaked chan *agentsdk.Task }
+
+func (lateEmitter) Streaming() bool { return true }
+
+func (l lateEmitter) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, error) {
+	l.leaked <- t
+	return agentsdk.Text("done"), nil
+}

@@ -146,6 +146,9 @@ func (s *Server) newTask(rc *a2asrv.RequestContext, in *inbound, tlog *Trajector
 	}
 	if s.streaming {
 		t.emit = func(ctx context.Context, parts []protocol.Part, metadata map[string]any) error {
+			if t.ended.Load() {
+				return ErrTaskEnded
+			}
 			ev := a2a.NewStatusUpdateEvent(rc, a2a.TaskStateWorking,
 				a2a.NewMessageForTask(a2a.MessageRoleAgent, rc, toA2AParts(parts)...))
 			ev.Metadata = metadata
@@ -166,6 +169,7 @@ var errTaskTimeout = errors.New("agentsdk: task timeout")
 func (s *Server) runAgent(ctx context.Context, t *Task, timeout time.Duration) (res *Result, err error) {
 	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTaskTimeout)
 	defer cancel()
+	defer t.ended.Store(true)
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Debug("agent panicked", slog.String("stack", string(debug.Stack())))
