@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
@@ -23,6 +24,9 @@ type SandboxProvider = sandbox.Provider
 type Services struct {
 	Documents registry.DocumentStore
 	Objects   registry.ObjectStore
+	// Artifacts reads and writes artifacts over Documents and Objects; nil
+	// means one built from them with default options.
+	Artifacts *artifact.Store
 	// Sandboxes maps provider names ("local") to providers.
 	Sandboxes map[string]SandboxProvider
 	// DefaultSandbox is the provider spec used when neither the step nor
@@ -35,6 +39,18 @@ type Services struct {
 
 // ErrNoStore is returned by steps that need a store the run was not given.
 var ErrNoStore = errors.New("store not configured")
+
+// ArtifactStore returns Artifacts, or one over Documents and Objects; it
+// fails with ErrNoStore when either is missing.
+func (s *Services) ArtifactStore() (*artifact.Store, error) {
+	if s.Artifacts != nil {
+		return s.Artifacts, nil
+	}
+	if s.Documents == nil || s.Objects == nil {
+		return nil, fmt.Errorf("artifacts need the document and object stores: %w", ErrNoStore)
+	}
+	return artifact.New(s.Documents, s.Objects, nil), nil
+}
 
 func (s *Services) now() time.Time {
 	if s == nil || s.Now == nil {

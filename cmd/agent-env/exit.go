@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 )
 
@@ -67,7 +68,20 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 		return intr.code
 	}
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintf(stderr, "Error: %v\n", err)
+		fmt.Fprintf(stderr, "Error: %s\n", oneLine(err.Error()))
 	}
 	return exitError
+}
+
+// oneLine folds a multi-line error message (joined errors, driver errors)
+// onto one line.
+func oneLine(msg string) string {
+	lines := strings.Split(msg, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -77,7 +77,7 @@ func newCLI(t *testing.T) *cli {
 
 func (c *cli) deps(stdout, stderr *syncBuffer) *deps {
 	return &deps{stdout: stdout, stderr: stderr, bundles: bundles.FS(), sandboxRoot: local.DefaultRoot,
-		openStoresFor: openDefaultStores, getenv: os.Getenv}
+		openStoresFor: openConfiguredStores, getenv: os.Getenv}
 }
 
 // run executes the CLI with a fresh command tree.
@@ -444,11 +444,11 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%v with a missing AGENT_ENV_CONFIG: exit %d %q", args, code, stderr)
 		}
 	}
-	// Stores this build cannot open are refused by name.
-	t.Setenv("AGENT_ENV_CONFIG", writeFile(t, filepath.Join(dir, "pg.toml"), "[stores.document]\nimpl = \"postgres\"\nconfig = { dsn = \"postgres://x\" }\n"))
+	// An unreachable configured store is one error line naming it.
+	t.Setenv("AGENT_ENV_CONFIG", writeFile(t, filepath.Join(dir, "pg.toml"), "[stores.document]\nimpl = \"postgres\"\nconfig = { dsn = \"postgres://u@127.0.0.1:1/x?connect_timeout=5\" }\n"))
 	code, _, stderr = c.run("task", "list")
-	if code != 1 || !strings.Contains(stderr, `[stores] document = "postgres"`) {
-		t.Errorf("postgres store: exit %d %q", code, stderr)
+	if code != 1 || !strings.HasPrefix(stderr, "Error: stores.document (postgres): ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("unreachable postgres store: exit %d %q", code, stderr)
 	}
 }
 

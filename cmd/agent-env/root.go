@@ -40,7 +40,7 @@ func defaultDeps() *deps {
 		stderr:        os.Stderr,
 		bundles:       bundles.FS(),
 		sandboxRoot:   local.DefaultRoot,
-		openStoresFor: openDefaultStores,
+		openStoresFor: openConfiguredStores,
 		getenv:        os.Getenv,
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/steps"
@@ -78,7 +79,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	}
 	defer st.Close()
 	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
-	bst := bundle.Stores{Documents: st.local, Objects: st.objects, LockDir: lockDir(st), FixturePrefix: d.getenv("AGENT_ENV_FIXTURE_PREFIX")}
+	bst := st.bundleStores()
 	if req.dryRun {
 		var lines strings.Builder
 		m, err := bundle.Materialise(ctx, b, bst, r.Steps(), &lines, &bundle.MaterialiseOptions{DryRun: true})
@@ -101,9 +102,9 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
-	rep, err := bundle.Run(ctx, r, d.services(ctx, st, st.local), m, &bundle.RunOptions{
+	rep, err := bundle.Run(ctx, r, d.services(ctx, st, registry.LocalPrefix), m, &bundle.RunOptions{
 		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
-		Documents: st.local, Out: d.stdout,
+		Documents: st.Local, Out: d.stdout,
 	})
 	if err != nil {
 		return err

@@ -2,104 +2,55 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/fsobject"
-	"github.com/agentenv/agentenv/registry/sqlite"
+	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
 
-// storeSet is the stores a command works with.
+// storeSet is the stores a command works with: the registry's configured
+// set plus the [sandbox] default.
 type storeSet struct {
-	docs      registry.DocumentStore // the default document store
-	local     registry.DocumentStore // the @local store (runner.md §10.7)
-	objects   registry.ObjectStore
-	stateRoot string
-	closers   []func() error
-	// defaultSandbox is [sandbox] default.
+	*stores.Set
 	defaultSandbox string
 }
 
+// openConfiguredStores opens the stores of cfg ([stores] in config.toml;
+// @local ids are routed to the local SQLite store).
+func openConfiguredStores(ctx context.Context, cfg *config.Config) (*storeSet, error) {
+	set, err := stores.Open(ctx, cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &storeSet{Set: set}, nil
+}
+
 // docsFor routes an id to its document store.
-func (s *storeSet) docsFor(id string) registry.DocumentStore {
-	if registry.IsLocalID(id) {
-		return s.local
-	}
-	return s.docs
+func (s *storeSet) docsFor(id string) registry.DocumentStore { return s.DocumentsFor(id) }
+
+// bundleStores is where bundles (always @local ids) are written.
+func (s *storeSet) bundleStores() bundle.Stores {
+	return bundle.Stores{Documents: s.Local, Artifacts: s.ArtifactsFor(registry.LocalPrefix), LockDir: s.LocksDir()}
 }
 
-func (s *storeSet) Close() error {
-	var errs []error
-	for _, c := range s.closers {
-		errs = append(errs, c())
-	}
-	return errors.Join(errs...)
-}
-
-// openDefaultStores opens the local stores of [stores]: SQLite documents
-// (config key path, default <state root>/document_store/documents.db; the
-// @local documents in local_path, default the same file) and the
-// filesystem object store (root, default <state root>/object_store).
-//
-// It is a small adapter until the registry's store-set opener is available
-// to commands; other implementations (postgres) are refused by name.
-func openDefaultStores(ctx context.Context, cfg *config.Config) (*storeSet, error) {
-	root, err := registry.StateRoot()
-	if err != nil {
-		return nil, err
-	}
-	ds, obj := cfg.Stores.Document, cfg.Stores.Object
-	if ds.Impl != "local" && ds.Impl != "sqlite" {
-		return nil, fmt.Errorf("[stores] document = %q: this build of the CLI opens only the local SQLite store", ds.Impl)
-	}
-	if obj.Impl != "local" && obj.Impl != "filesystem" {
-		return nil, fmt.Errorf("[stores] object = %q: this build of the CLI opens only the local object store", obj.Impl)
-	}
-	st := &storeSet{stateRoot: root}
-	docs, err := sqlite.Open(ctx, ds.StoreConfigString("path"), nil)
-	if err != nil {
-		return nil, err
-	}
-	st.docs, st.local = docs, docs
-	st.closers = append(st.closers, docs.Close)
-	if lp := ds.StoreConfigString("local_path"); lp != "" {
-		local, err := sqlite.Open(ctx, lp, nil)
-		if err != nil {
-			st.Close()
-			return nil, err
-		}
-		st.local = local
-		st.closers = append(st.closers, local.Close)
-	}
-	objs, err := fsobject.New(obj.StoreConfigString("root"), nil)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	st.objects = objs
-	return st, nil
-}
-
-// services builds the runner services of a command. Expired local
-// sandboxes left by earlier runs are reaped first (best effort).
-func (d *deps) services(ctx context.Context, st *storeSet, docs registry.DocumentStore) *runner.Services {
+// services builds the runner services of a command for entities owned by
+// id's store. Expired local sandboxes left by earlier runs are reaped first
+// (best effort).
+func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Services {
 	lp := local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()})
 	if reaped, err := lp.Reap(ctx, time.Now()); len(reaped) > 0 || err != nil {
 		d.logger().Info("reaped expired local sandboxes", "sandbox_ids", reaped, "error", err)
 	}
 	return &runner.Services{
-		Documents:      docs,
-		Objects:        st.objects,
+		Documents:      st.DocumentsFor(id),
+		Objects:        st.Objects,
+		Artifacts:      st.ArtifactsFor(id),
 		Sandboxes:      map[string]runner.SandboxProvider{local.TypeName: lp},
 		DefaultSandbox: st.defaultSandbox,
 		Logger:         d.logger(),
 	}
 }
-
-func lockDir(st *storeSet) string { return filepath.Join(st.stateRoot, "locks") }

@@ -44,7 +44,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 			r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
 			docs := st.docsFor(id)
 			var n int
-			t, err := r.CreateTask(ctx, docs, d.services(ctx, st, docs), id, data, &runner.CreateTaskOptions{
+			t, err := r.CreateTask(ctx, docs, d.services(ctx, st, id), id, data, &runner.CreateTaskOptions{
 				SkipValidation: skip,
 				OnStep: func(i, total int, sd *runner.StepDef, v int) {
 					if i == 0 {
@@ -117,9 +117,9 @@ func newTaskListCmd(d *deps) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			docs := st.docs
+			docs := st.Documents
 			if local {
-				docs = st.local
+				docs = st.Local
 			}
 			list, err := docs.List(cmd.Context(), registry.Tasks, &registry.ListOptions{Limit: limit})
 			if err != nil {
@@ -161,7 +161,7 @@ func newTaskValidateCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			probs := runner.Preflight(cmd.Context(), t, d.services(cmd.Context(), st, docs))
+			probs := runner.Preflight(cmd.Context(), t, d.services(cmd.Context(), st, id))
 			if len(probs) == 0 {
 				fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
 				return nil

@@ -168,7 +168,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	if req.agentArtifactID != "" {
 		initial["agent_artifact_id"] = req.agentArtifactID
 	}
-	svc := d.services(ctx, st, docs)
+	svc := d.services(ctx, st, t.ID)
 	base := runner.NewRunContext(initial, svc)
 
 	type run struct {

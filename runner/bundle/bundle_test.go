@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/registry/fsobject"
 	"github.com/agentenv/agentenv/registry/sqlite"
 	"github.com/agentenv/agentenv/runner"
@@ -41,7 +42,7 @@ func newEnv(t *testing.T) *env {
 	sbRoot := filepath.Join(dir, "sandboxes")
 	reg := steps.Builtin()
 	return &env{
-		st:        bundle.Stores{Documents: docs, Objects: objs, LockDir: filepath.Join(dir, "locks")},
+		st:        bundle.Stores{Documents: docs, Artifacts: artifact.New(docs, objs, nil), LockDir: filepath.Join(dir, "locks")},
 		svc:       &runner.Services{Documents: docs, Objects: objs, Sandboxes: map[string]runner.SandboxProvider{"local": local.New(sbRoot, nil)}},
 		r:         runner.New(&runner.Options{Steps: reg}),
 		sandboxes: sbRoot,
@@ -138,7 +139,7 @@ func snapshotStore(t *testing.T, e *env) string {
 	for _, r := range recs {
 		b.WriteString(r.Key + " " + string(r.Data) + "\n")
 	}
-	objs, _ := e.st.Objects.List(ctx, "")
+	objs, _ := e.st.Artifacts.Objects().List(ctx, "")
 	for _, o := range objs {
 		b.WriteString(o.Key + "\n")
 	}

@@ -9,24 +9,22 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
 )
 
-// Stores is where a bundle is written: the @local document store and the
-// object store.
+// Stores is where a bundle is written: the @local document store (tasks
+// and the bundle ledger) and the artifact store over it.
 type Stores struct {
 	Documents registry.DocumentStore
-	Objects   registry.ObjectStore
+	Artifacts *artifact.Store
 	// LockDir holds the per-id file locks (<state root>/locks); "" = none.
 	LockDir string
-	// FixturePrefix is AGENT_ENV_FIXTURE_PREFIX for object keys.
-	FixturePrefix string
 }
 
 // Entity is one materialised artifact or task.
@@ -81,7 +79,7 @@ func Materialise(ctx context.Context, b *Bundle, st Stores, reg *runner.StepRegi
 	if o != nil {
 		opts = *o
 	}
-	if st.Documents == nil || st.Objects == nil {
+	if st.Documents == nil || st.Artifacts == nil {
 		return nil, fmt.Errorf("bundle: %w", runner.ErrNoStore)
 	}
 	m := &Materialised{Bundle: b}
@@ -114,7 +112,10 @@ func Materialise(ctx context.Context, b *Bundle, st Stores, reg *runner.StepRegi
 		id := b.IDRoot + "/" + p.tf.Name
 		body, _ := json.Marshal(map[string]any{"type": "task", "steps": p.steps})
 		e, err := putLedgered(ctx, st, b, registry.Tasks, id, p.tf.File, digestOf("task", nil, map[string][]byte{"steps": p.steps}), opts.DryRun,
-			func(int) (json.RawMessage, error) { return body, nil })
+			func() (int, error) {
+				d, err := st.Documents.Put(ctx, registry.Tasks, id, body, nil)
+				return d.Version, err
+			})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.tf.File, err)
 		}
@@ -237,22 +238,13 @@ func digestOf(typ string, config any, files map[string][]byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func fileDigests(files map[string][]byte) map[string]string {
-	out := map[string]string{}
-	for n, c := range files {
-		sum := sha256.Sum256(c)
-		out[n] = hex.EncodeToString(sum[:])
-	}
-	return out
-}
-
 func ledgerKey(c registry.Collection, id string) string { return "@local|" + string(c) + "|" + id }
 
-// putLedgered writes a new version of id unless the ledger says the same
-// digest is already stored. body(version) builds the document after any
-// objects of that version are written.
+// putLedgered writes a new version of id (through put, which returns the
+// version it stored) unless the ledger says the same digest is already
+// stored.
 func putLedgered(ctx context.Context, st Stores, b *Bundle, c registry.Collection, id, display, digest string, dry bool,
-	body func(version int) (json.RawMessage, error)) (Entity, error) {
+	put func() (int, error)) (Entity, error) {
 	unlock, err := lockID(st.LockDir, id)
 	if err != nil {
 		return Entity{}, err
@@ -295,16 +287,12 @@ func putLedgered(ctx context.Context, st Stores, b *Bundle, c registry.Collectio
 	if _, err := st.Documents.UpsertRecord(ctx, registry.BundleLedger, key, lb); err != nil {
 		return e, err
 	}
-	doc, err := body(e.Version)
+	v, err := put()
 	if err != nil {
 		return e, err
 	}
-	d, err := st.Documents.Put(ctx, c, id, doc, &registry.PutOptions{Version: e.Version})
-	if err != nil {
-		return e, err
-	}
-	e.Version = d.Version
-	ledger["status"], ledger["version"] = "done", d.Version
+	e.Version = v
+	ledger["status"], ledger["version"] = "done", v
 	lb, _ = json.Marshal(ledger)
 	if _, err := st.Documents.UpsertRecord(ctx, registry.BundleLedger, key, lb); err != nil {
 		return e, err
@@ -314,46 +302,44 @@ func putLedgered(ctx context.Context, st Stores, b *Bundle, c registry.Collectio
 
 // putArtifact writes one artifacts/<name>/ folder: a file artifact for a
 // single file, else a file_artifact_universe whose members are file
-// artifacts "<universe id>/<filename>".
+// artifacts "<universe id>/<filename>" (each ledgered on its own, so an
+// unchanged member keeps its version).
 func putArtifact(ctx context.Context, st Stores, b *Bundle, a Artifact, dry bool) (Entity, error) {
 	id := b.IDRoot + "/" + a.Name
 	digest := digestOf(a.Type(), nil, a.Files)
 	display := "artifacts/" + a.Name
 	if a.Type() == "file" {
 		name := a.FileNames()[0]
-		return putLedgered(ctx, st, b, registry.Artifacts, id, display, digest, dry, func(v int) (json.RawMessage, error) {
-			return fileDoc(ctx, st, id, v, name, a.Files[name], "")
+		return putLedgered(ctx, st, b, registry.Artifacts, id, display, digest, dry, func() (int, error) {
+			f, err := st.Artifacts.PutFile(ctx, id, artifact.FileInput{Filename: name, Body: bytes.NewReader(a.Files[name])})
+			if err != nil {
+				return 0, err
+			}
+			return f.Version, nil
 		})
 	}
-	return putLedgered(ctx, st, b, registry.Artifacts, id, display, digest, dry, func(v int) (json.RawMessage, error) {
-		ids := map[string]string{}
-		refs := map[string]map[string]any{}
+	return putLedgered(ctx, st, b, registry.Artifacts, id, display, digest, dry, func() (int, error) {
+		members := map[string]registry.Ref{}
 		for _, name := range a.FileNames() {
 			mid := id + "/" + name
 			me, err := putLedgered(ctx, st, b, registry.Artifacts, mid, display+"/"+name, digestOf("file", nil, map[string][]byte{name: a.Files[name]}), false,
-				func(mv int) (json.RawMessage, error) {
-					return fileDoc(ctx, st, mid, mv, name, a.Files[name], "Member "+name+" of "+id)
+				func() (int, error) {
+					f, err := st.Artifacts.PutFile(ctx, mid, artifact.FileInput{Filename: name, Body: bytes.NewReader(a.Files[name]),
+						Description: "Member " + name + " of " + id})
+					if err != nil {
+						return 0, err
+					}
+					return f.Version, nil
 				})
 			if err != nil {
-				return nil, err
+				return 0, err
 			}
-			ids[name] = mid
-			refs[name] = map[string]any{"id": mid, "version": me.Version}
+			members[name] = registry.Ref{ID: mid, Version: me.Version}
 		}
-		return json.Marshal(map[string]any{"type": "file_artifact_universe", "description": b.Description,
-			"file_artifact_ids": ids, "file_artifact_refs": refs, "files_sha256": fileDigests(a.Files)})
+		u, err := st.Artifacts.PutUniverse(ctx, id, members, &artifact.UniverseOptions{Description: b.Description})
+		if err != nil {
+			return 0, err
+		}
+		return u.Version, nil
 	})
-}
-
-func fileDoc(ctx context.Context, st Stores, id string, version int, name string, content []byte, desc string) (json.RawMessage, error) {
-	key := registry.ArtifactKey(st.FixturePrefix, "file", id, version, path.Base(name))
-	// The version is not yet stored, so an object left at this key by a
-	// crashed run is unreferenced and may be replaced.
-	info, err := st.Objects.Put(ctx, key, bytes.NewReader(content), &registry.ObjectPutOptions{Overwrite: true})
-	if err != nil {
-		return nil, err
-	}
-	sum := sha256.Sum256(content)
-	return json.Marshal(map[string]any{"type": "file", "filename": name, "content_type": info.ContentType,
-		"description": desc, "s3_url": info.URL, "size_bytes": len(content), "sha256": hex.EncodeToString(sum[:])})
 }

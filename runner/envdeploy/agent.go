@@ -115,7 +115,7 @@ func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (ins
 	if req.ModelAPIKey != "" {
 		env["LITELLM_API_KEY"] = req.ModelAPIKey
 	}
-	src := d.Stores.source(a.DockerImageArtifactRef, a.BinaryArtifactRef, a.ImageName,
+	src := d.Stores.source(ctx, a.DockerImageArtifactRef, a.BinaryArtifactRef, a.ImageName,
 		fmt.Sprintf("a2a agent %s v%d", a.ID, a.Version), "agent-env a2a-agent put --id "+a.ID)
 	ep, err := g.Run(ctx, Workload{Name: "agent", Role: "agent", Source: src, Port: A2APort, PortEnv: "A2A_PORT",
 		Publish: true, Env: env, Join: join})

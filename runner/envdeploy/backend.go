@@ -43,6 +43,9 @@ var (
 type Source struct {
 	// Ref is the image reference, e.g. localhost:5000/echo__env_image:v1.
 	Ref string
+	// ImageID, when known, is the image's config digest: an engine image
+	// under Ref with another id is stale and the tarball is loaded again.
+	ImageID string
 	// Tarball opens the gzipped docker-save tarball; nil = none.
 	Tarball func(ctx context.Context) (io.ReadCloser, error)
 	// Binary opens the static Linux binary; nil = none.

@@ -158,7 +158,7 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 			return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "two servers share environment_name " + m.EnvironmentName}
 		}
 		seen[m.EnvironmentName] = true
-		out = append(out, server{env: m, src: d.Stores.source(m.DockerImageArtifactRef, m.BinaryArtifactRef, m.ImageName,
+		out = append(out, server{env: m, src: d.Stores.source(ctx, m.DockerImageArtifactRef, m.BinaryArtifactRef, m.ImageName,
 			fmt.Sprintf("env %s v%d", m.ID, m.Version), "agent-env env mcp-server put --id "+m.ID)})
 	}
 	return out, nil
@@ -333,7 +333,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(internalServers, ",")
 		gwEnv["GATEWAY_TRAJECTORY_FILE"] = "trajectory.jsonl" // relative to the process's folder
 	}
-	gwSrc := d.Stores.source(gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
+	gwSrc := d.Stores.source(ctx, gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
 		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
 	ep, err := g.Run(ctx, Workload{Name: "gateway", Aliases: []string{serverName}, Role: "gateway", Source: gwSrc,
 		Port: MCPPort, PortEnv: "MCP_PORT", Publish: true, Env: gwEnv})

@@ -30,18 +30,25 @@ type ImageInput struct {
 	Context    string
 	// ImageRef registers an image the engine already holds.
 	ImageRef string
+	// Binary is a prebuilt static Linux binary used like a built
+	// GoPackage (no compile); GoPackage then only names the source.
+	Binary   string
 	Platform string
 }
 
 func (in ImageInput) validate() error {
 	n := 0
-	for _, s := range []string{in.GoPackage, in.Dockerfile, in.ImageRef} {
+	src := in.GoPackage
+	if src == "" {
+		src = in.Binary
+	}
+	for _, s := range []string{src, in.Dockerfile, in.ImageRef} {
 		if strings.TrimSpace(s) != "" {
 			n++
 		}
 	}
 	if n != 1 {
-		return &registry.InvalidError{Field: "source", Reason: "give exactly one of --go-package, --dockerfile or --image-ref"}
+		return &registry.InvalidError{Field: "source", Reason: "give exactly one of --go-package (or --binary), --dockerfile or --image-ref"}
 	}
 	if in.Context != "" && in.Dockerfile == "" {
 		return &registry.InvalidError{Field: "context", Reason: "--context needs --dockerfile"}
@@ -120,10 +127,12 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 	res := &imageResult{}
 	in2 := artifact.DockerImageInput{ImageName: ref, Description: description, Platform: in.Platform}
 	switch {
-	case in.GoPackage != "":
-		bin, err := imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir})
-		if err != nil {
-			return nil, err
+	case in.GoPackage != "" || in.Binary != "":
+		bin := in.Binary
+		if bin == "" {
+			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir}); err != nil {
+				return nil, err
+			}
 		}
 		img.Binary = bin
 		im, err := imagebuild.Scratch(img)
@@ -141,11 +150,15 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 		if err != nil {
 			return nil, fmt.Errorf("write image tarball: %w", err)
 		}
-		if res.binary, err = p.Stores.Artifacts.PutFileFromPath(ctx, BinaryArtifactID(artifactID), bin, filepath.Base(bin),
+		if res.binary, err = p.Stores.Artifacts.PutFileFromPath(ctx, BinaryArtifactID(artifactID), bin, "app",
 			"static binary of "+artifactID); err != nil {
 			return nil, err
 		}
-		in2.SourceDigest = "go:" + in.GoPackage
+		// The config digest is the engine's image id once loaded: deploy
+		// compares it to notice a stale image under the same tag.
+		if id, err := im.ConfigName(); err == nil {
+			in2.SourceDigest = id.String()
+		}
 	case in.Dockerfile != "":
 		if p.Builder == nil {
 			if p.BuilderErr != nil {
@@ -297,7 +310,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 	if err := registry.ValidateID(id); err != nil {
 		return nil, err
 	}
-	if in.GoPackage == "" && in.Dockerfile == "" && in.ImageRef == "" {
+	if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
 		in.GoPackage = "./cmd/agentenv-gateway"
 	}
 	if err := in.validate(); err != nil {

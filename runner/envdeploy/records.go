@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
@@ -124,10 +125,13 @@ func putDoc(ctx context.Context, docs registry.DocumentStore, c registry.Collect
 }
 
 // source builds the workload source of an image + binary pair.
-func (s Stores) source(imageRef, binaryRef *registry.Ref, imageName, what, hint string) Source {
+func (s Stores) source(ctx context.Context, imageRef, binaryRef *registry.Ref, imageName, what, hint string) Source {
 	src := Source{Ref: imageName, What: what, PutHint: hint}
 	if imageRef != nil {
 		r := *imageRef
+		if di, err := s.Artifacts.GetDockerImage(ctx, r); err == nil && strings.HasPrefix(di.SourceDigest, "sha256:") {
+			src.ImageID = di.SourceDigest
+		}
 		src.Tarball = func(ctx context.Context) (io.ReadCloser, error) {
 			rc, _, err := s.Artifacts.OpenImageTarball(ctx, r)
 			return rc, err

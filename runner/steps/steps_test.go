@@ -2,7 +2,6 @@ package steps_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/registry/fsobject"
 	"github.com/agentenv/agentenv/registry/sqlite"
 	"github.com/agentenv/agentenv/runner"
@@ -64,13 +63,11 @@ func (f *fixture) run(t *testing.T, js string, initial map[string]any) (*runner.
 
 func (f *fixture) putFile(t *testing.T, id, name, content string) {
 	t.Helper()
-	ctx := context.Background()
-	info, err := registry.PutBytes(ctx, f.svc.Objects, registry.ArtifactKey("", "file", id, 1, name), []byte(content), nil)
+	arts, err := f.svc.ArtifactStore()
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{"type": "file", "filename": name, "s3_url": info.URL})
-	if _, err := f.svc.Documents.Put(ctx, registry.Artifacts, id, body, nil); err != nil {
+	if _, err := arts.PutFile(context.Background(), id, artifact.FileInput{Filename: name, Body: strings.NewReader(content)}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -240,9 +240,12 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 	if src.Ref == "" {
 		return fmt.Errorf("%w: %s has no image (register it with %s)", envdeploy.ErrImageMissing, src.What, src.PutHint)
 	}
-	ok, err := p.HasImage(ctx, src.Ref)
-	if err != nil || ok {
-		return err
+	ins, err := p.cli.ImageInspect(ctx, src.Ref)
+	switch {
+	case err == nil && (src.ImageID == "" || ins.ID == src.ImageID):
+		return nil
+	case err != nil && !cerrdefs.IsNotFound(err):
+		return p.wrap("inspect image "+src.Ref, err)
 	}
 	if src.Tarball == nil {
 		return fmt.Errorf("%w: image %s of %s is not in the engine and has no saved tarball (re-run %s)",
@@ -262,6 +265,7 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 		}
 		return err
 	}
+	p.log.Debug("image loaded", "ref", src.Ref)
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
@@ -235,11 +236,12 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if len(c.URLs) > 0 {
 		return c.loadURLs(ctx, rc, sb, dest)
 	}
-	if s.Documents == nil || s.Objects == nil {
-		return fmt.Errorf("load_artifact needs the document and object stores: %w", runner.ErrNoStore)
+	arts, err := s.ArtifactStore()
+	if err != nil {
+		return fmt.Errorf("load_artifact: %w", err)
 	}
 	for _, ref := range c.refs() {
-		entry, err := loadArtifact(ctx, s, ref, sb, dest)
+		entry, err := loadArtifact(ctx, arts, ref, sb, dest)
 		if err != nil {
 			return err
 		}
@@ -291,99 +293,62 @@ func (c *Config) target(ctx context.Context, rc *runner.RunContext) (sandbox.San
 	}
 }
 
-// artifactDoc is the part of an artifact document loading reads
-// (runner.md §11).
-type artifactDoc struct {
-	ID               string `json:"id"`
-	Type             string `json:"type"`
-	Version          int    `json:"version"`
-	Filename         string `json:"filename"`
-	S3URL            string `json:"s3_url"`
-	ObjectURL        string `json:"object_url"`
-	FileArtifactRefs map[string]struct {
-		ID      string `json:"id"`
-		Version int    `json:"version"`
-	} `json:"file_artifact_refs"`
-	FileArtifactIDs map[string]string `json:"file_artifact_ids"`
-}
-
-func getArtifact(ctx context.Context, s *runner.Services, ref registry.Ref) (artifactDoc, error) {
-	d, err := s.Documents.Get(ctx, registry.Artifacts, ref)
-	if err != nil {
-		return artifactDoc{}, err
-	}
-	var a artifactDoc
-	if err := d.Decode(&a); err != nil {
-		return a, fmt.Errorf("artifact %s: %w", ref, err)
-	}
-	a.ID, a.Version = d.ID, d.Version
-	return a, nil
-}
-
-func loadArtifact(ctx context.Context, s *runner.Services, ref registry.Ref, sb sandbox.Sandbox, dest string) (map[string]any, error) {
-	a, err := getArtifact(ctx, s, ref)
+func loadArtifact(ctx context.Context, arts *artifact.Store, ref registry.Ref, sb sandbox.Sandbox, dest string) (map[string]any, error) {
+	d, err := arts.Get(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
+	pinned := d.Ref()
 	var files []string
-	switch a.Type {
-	case "file":
-		if err := copyFile(ctx, s, a, sb, path.Join(dest, a.Filename)); err != nil {
+	switch d.Type {
+	case artifact.TypeFile:
+		f, err := copyFile(ctx, arts, pinned, sb, dest, "")
+		if err != nil {
 			return nil, err
 		}
-		files = append(files, a.Filename)
-	case "file_artifact_universe":
-		names := make([]string, 0, len(a.FileArtifactRefs)+len(a.FileArtifactIDs))
-		refs := map[string]registry.Ref{}
-		for name, r := range a.FileArtifactRefs {
-			refs[name] = registry.Ref{ID: r.ID, Version: r.Version}
+		files = append(files, f)
+	case artifact.TypeFileArtifactUniverse:
+		u, err := arts.GetUniverse(ctx, pinned)
+		if err != nil {
+			return nil, err
 		}
-		for name, id := range a.FileArtifactIDs {
-			if _, ok := refs[name]; !ok {
-				refs[name] = registry.Ref{ID: id}
-			}
-		}
-		for name := range refs {
+		names := make([]string, 0, len(u.FileArtifactRefs))
+		for name := range u.FileArtifactRefs {
 			names = append(names, name)
 		}
 		sort.Strings(names)
 		for _, name := range names {
-			clean := path.Clean("/" + name)
-			if strings.Contains(name, "..") || clean == "/" {
-				return nil, fmt.Errorf("artifact %s: member filename %q escapes the destination", a.ID, name)
-			}
-			member, err := getArtifact(ctx, s, refs[name])
-			if err != nil {
-				return nil, fmt.Errorf("artifact %s member %q: %w", a.ID, name, err)
-			}
-			if err := copyFile(ctx, s, member, sb, path.Join(dest, clean)); err != nil {
-				return nil, err
+			if _, err := copyFile(ctx, arts, u.FileArtifactRefs[name], sb, dest, name); err != nil {
+				return nil, fmt.Errorf("artifact %s member %q: %w", pinned, name, err)
 			}
 			files = append(files, name)
 		}
 	default:
-		return nil, fmt.Errorf("artifact %s is of type %q; into a sandbox this build loads file and file_artifact_universe artifacts", a.ID, a.Type)
+		return nil, fmt.Errorf("artifact %s is of type %q; into a sandbox this build loads file and file_artifact_universe artifacts", pinned, d.Type)
 	}
-	return map[string]any{"id": a.ID, "version": a.Version, "type": a.Type, "destination_path": dest, "files": files}, nil
+	return map[string]any{"id": d.ID, "version": d.Version, "type": d.Type, "destination_path": dest, "files": files}, nil
 }
 
-func copyFile(ctx context.Context, s *runner.Services, a artifactDoc, sb sandbox.Sandbox, to string) error {
-	u := a.ObjectURL
-	if u == "" {
-		u = a.S3URL
-	}
-	if u == "" {
-		return fmt.Errorf("file artifact %s:%d has no object URL", a.ID, a.Version)
-	}
-	r, _, err := registry.OpenURL(ctx, s.Objects, u)
+// copyFile writes one file artifact to dest/<name> (name "" = its own
+// filename) in the sandbox and returns the name used.
+func copyFile(ctx context.Context, arts *artifact.Store, ref registry.Ref, sb sandbox.Sandbox, dest, name string) (string, error) {
+	r, f, err := arts.OpenFile(ctx, ref)
 	if err != nil {
-		return fmt.Errorf("file artifact %s:%d: %w", a.ID, a.Version, err)
+		return "", err
 	}
 	defer r.Close()
-	if err := sb.WriteFile(ctx, to, r, 0o644); err != nil {
-		return fmt.Errorf("file artifact %s:%d into %s: %w", a.ID, a.Version, to, err)
+	if name == "" {
+		name = f.Filename
 	}
-	return nil
+	clean := path.Clean("/" + name)
+	if clean == "/" || strings.Contains(name, "..") {
+		return "", fmt.Errorf("file artifact %s: filename %q escapes the destination", f.Ref(), name)
+	}
+	to := path.Join(dest, clean)
+	if err := sb.WriteFile(ctx, to, r, 0o644); err != nil {
+		return "", fmt.Errorf("file artifact %s into %s: %w", f.Ref(), to, err)
+	}
+	return name, nil
 }
 
 func (c *Config) loadURLs(ctx context.Context, rc *runner.RunContext, sb sandbox.Sandbox, dest string) error {

@@ -1,0 +1,97 @@
+// Package envdeploytest is the conformance suite every envdeploy.Backend
+// passes (runner/sandbox/docker, runner/sandbox/process), plus the
+// fixtures it needs: the static binaries of the echo env, the gateway and
+// the scripted agent, built once per test binary, and fresh stores.
+//
+//	func TestConformance(t *testing.T) {
+//		envdeploytest.Run(t, func(t *testing.T) envdeploy.Backend { return process.New(t.TempDir(), nil) }, nil)
+//	}
+//
+// The suite deploys a multi env with two echo servers behind the gateway,
+// calls a tool of each through /mcp and /step from the host, deploys the
+// scripted agent that reaches the env through the URL the record gives it
+// (the network alias on Docker) and calls a tool, tears everything down
+// (twice), checks that nothing carrying the instance labels is left, and
+// that bad input (an unknown env, a source the backend cannot run) leaves
+// nothing running.
+package envdeploytest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentenv/agentenv/internal/imagebuild"
+)
+
+// Binaries are the static binaries of the fixtures.
+type Binaries struct {
+	Echo, Gateway, Agent string
+}
+
+var (
+	binOnce sync.Once
+	bins    Binaries
+	binErr  error
+	binDir  string
+)
+
+// ModuleRoot is the folder of the agentenv go.mod.
+func ModuleRoot() (string, error) {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Dir(strings.TrimSpace(string(out))), nil
+}
+
+// Build compiles the fixture binaries once per test binary (CGO_ENABLED=0,
+// into a temporary folder removed by Cleanup).
+func Build(t testing.TB) Binaries {
+	t.Helper()
+	binOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			binErr = err
+			return
+		}
+		binDir, binErr = os.MkdirTemp("", "envdeploytest-bin-")
+		if binErr != nil {
+			return
+		}
+		ctx := context.Background()
+		o := &imagebuild.GoOptions{Dir: root}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		build := func(dst *string, pkg string) {
+			defer wg.Done()
+			p, err := imagebuild.BuildGo(ctx, pkg, binDir, o)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && binErr == nil {
+				binErr = err
+			}
+			*dst = p
+		}
+		wg.Add(3)
+		go build(&bins.Echo, "./examples/envs/echo/cmd/echo-env")
+		go build(&bins.Gateway, "./cmd/agentenv-gateway")
+		go build(&bins.Agent, "./examples/agents/scripted")
+		wg.Wait()
+	})
+	if binErr != nil {
+		t.Fatalf("envdeploytest: build fixtures: %v", binErr)
+	}
+	return bins
+}
+
+// Cleanup removes the built binaries; call it from TestMain after m.Run.
+func Cleanup() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}

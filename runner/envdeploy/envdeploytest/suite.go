@@ -1,0 +1,278 @@
+package envdeploytest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentenv/agentenv/agentsdk/agentsdktest"
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/registry/fsobject"
+	"github.com/agentenv/agentenv/registry/localimage"
+	"github.com/agentenv/agentenv/registry/sqlite"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+// Options tunes Run; nil means none.
+type Options struct {
+	// Leftovers lists every resource this test process owns (labelled
+	// agentenv.owner=pid:<this pid>) that still exists.
+	Leftovers func(t *testing.T) []string
+	// RemoveImage drops an image from the engine so that deploy must load
+	// it from the store (Docker only).
+	RemoveImage func(t *testing.T, ref string)
+}
+
+// NewStores returns empty stores under a temporary folder; image refs get
+// a random repository prefix so runs never share engine images.
+func NewStores(t testing.TB) envdeploy.Stores {
+	t.Helper()
+	dir := t.TempDir()
+	docs, err := sqlite.Open(context.Background(), filepath.Join(dir, "documents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { docs.Close() })
+	objs, err := fsobject.New(filepath.Join(dir, "objects"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return envdeploy.Stores{Docs: docs, Artifacts: artifact.New(docs, objs, nil),
+		Images: localimage.New(objs, &localimage.Options{RepositoryPrefix: "agentenvtest-" + hex.EncodeToString(b)})}
+}
+
+// Script is the scripted agent's script: on "echo" it calls alpha_echo.
+const Script = `{"rules":[{"when":{"contains":"echo"},"steps":[{"tool":"alpha_echo","arguments":{"text":"from-agent"}}],"reply":"Agent got: {{result 0}}"}]}`
+
+// Run is the suite.
+func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Options) {
+	var opts Options
+	if o != nil {
+		opts = *o
+	}
+	bins := Build(t)
+	b := newBackend(t)
+	t.Cleanup(func() { _ = b.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	if err := b.Check(ctx); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	st := NewStores(t)
+	builder, _ := b.(envdeploy.ImageBuilder)
+	put := &envdeploy.Putter{Stores: st, Builder: builder, TempDir: t.TempDir()}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	leftovers := func(when string) {
+		t.Helper()
+		if opts.Leftovers != nil {
+			if left := opts.Leftovers(t); len(left) > 0 {
+				t.Errorf("%s: left behind %v", when, left)
+			}
+		}
+	}
+
+	_, err := put.PutGateway(ctx, "default", envdeploy.ImageInput{Binary: bins.Gateway})
+	must(err)
+	_, err = put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "alpha", EnvironmentName: "alpha", Image: envdeploy.ImageInput{Binary: bins.Echo}})
+	must(err)
+	var betaRef string
+	if builder != nil {
+		// beta through a FROM scratch Dockerfile: build, save, then drop
+		// the image so deploy loads it back from the store.
+		dir := t.TempDir()
+		copyFile(t, bins.Echo, filepath.Join(dir, "echo-env"))
+		df := filepath.Join(dir, "Dockerfile")
+		must(os.WriteFile(df, []byte("FROM scratch\nCOPY echo-env /echo-env\nENV ENVIRONMENT_NAME=beta\nENTRYPOINT [\"/echo-env\"]\n"), 0o644))
+		e, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "beta", Image: envdeploy.ImageInput{Dockerfile: df}})
+		must(err)
+		if e.EnvironmentName != "beta" {
+			t.Errorf("derived environment_name %q, want beta", e.EnvironmentName)
+		}
+		betaRef = e.ImageName
+		if opts.RemoveImage != nil {
+			opts.RemoveImage(t, betaRef)
+		}
+	} else {
+		_, err = put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "beta", EnvironmentName: "beta", Image: envdeploy.ImageInput{Binary: bins.Echo}})
+		must(err)
+	}
+	_, err = put.PutMulti(ctx, envdeploy.MultiInput{ID: "pair", MCPServers: []string{"alpha", "beta:1"}})
+	must(err)
+
+	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{b.Type(): b}, DefaultSandbox: b.Type(),
+		ReadyTimeout: 60 * time.Second}
+
+	t.Run("BadInput", func(t *testing.T) {
+		if _, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "nope"}}); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("unknown env: %v, want ErrNotFound", err)
+		}
+		if _, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "alpha"}, GatewayMode: "fast"}); !errors.Is(err, registry.ErrInvalid) {
+			t.Errorf("bad gateway mode: %v, want ErrInvalid", err)
+		}
+		_, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "ghost", EnvironmentName: "ghost",
+			Image: envdeploy.ImageInput{ImageRef: "localhost:5000/agentenvtest-missing/ghost:v1"}})
+		must(err)
+		_, err = d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "ghost"}})
+		if !errors.Is(err, envdeploy.ErrImageMissing) {
+			t.Errorf("env without a runnable source: %v, want ErrImageMissing", err)
+		}
+		leftovers("after failed deploys")
+	})
+
+	t.Run("DeployCallTeardown", func(t *testing.T) {
+		inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "pair"}, TTL: 600 * time.Second})
+		must(err)
+		tornDown := false
+		t.Cleanup(func() {
+			if !tornDown {
+				_ = d.Teardown(context.Background(), inst.InstanceID)
+			}
+		})
+		if inst.SandboxType != b.Type() || inst.Status != envdeploy.StatusDeployed || !strings.HasPrefix(inst.GatewayURL, "http://127.0.0.1:") ||
+			inst.MCPURL != inst.GatewayURL+"/mcp" || len(inst.MCPServers) != 2 {
+			t.Fatalf("instance %+v", inst)
+		}
+		rec, err := d.GetInstance(ctx, inst.InstanceID)
+		if err != nil || rec.MCPURL != inst.MCPURL {
+			t.Fatalf("GetInstance: %+v %v", rec, err)
+		}
+		c := mcpClient(t, ctx, inst.MCPURL)
+		for _, name := range []string{"alpha", "beta"} {
+			req := mcp.CallToolRequest{}
+			req.Params.Name = name + "_echo"
+			req.Params.Arguments = map[string]any{"text": "hi " + name}
+			res, err := c.CallTool(ctx, req)
+			if err != nil || res.IsError {
+				t.Fatalf("/mcp %s_echo: %+v %v", name, res, err)
+			}
+			sc, _ := json.Marshal(res.StructuredContent)
+			if !strings.Contains(string(sc), `"echo":"hi `+name+`"`) || !strings.Contains(string(sc), `"server":"`+name+`"`) {
+				t.Errorf("/mcp %s_echo answered %s", name, sc)
+			}
+		}
+		for _, name := range []string{"alpha", "beta"} {
+			body := `{"action":"call_tool","tool_name":"` + name + `_echo","arguments":{"text":"step ` + name + `"}}`
+			resp, err := http.Post(inst.GatewayURL+"/step", "application/json", strings.NewReader(body))
+			must(err)
+			rb, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !bytes.Contains(rb, []byte(`step `+name)) {
+				t.Errorf("/step %s_echo: %d %s", name, resp.StatusCode, rb)
+			}
+		}
+
+		// The agent reaches the env by the URL its record names (the
+		// gateway's network alias on Docker).
+		_, err = put.PutAgent(ctx, envdeploy.AgentInput{ID: "scripted", Image: envdeploy.ImageInput{Binary: bins.Agent}})
+		must(err)
+		ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: "scripted"},
+			EnvInstances: []string{inst.InstanceID}, EnvVars: map[string]string{"SCRIPTED_AGENT_SCRIPT": Script}})
+		must(err)
+		t.Cleanup(func() { _ = d.TeardownAgent(context.Background(), ai.InstanceID) })
+		envURL := ai.EnvMCPURLs[inst.InstanceID]
+		if envURL == "" || envURL != inst.InternalMCPURL {
+			t.Fatalf("agent env URLs %v, env internal %q", ai.EnvMCPURLs, inst.InternalMCPURL)
+		}
+		ac := &agentsdktest.Client{BaseURL: ai.APIURL}
+		if st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentMCPConfigPath, map[string]any{"url": envURL, "name": "env"}); err != nil || st != 200 {
+			t.Fatalf("mcp-config add: %d %s %v", st, body, err)
+		}
+		task, err := ac.Prompt(ctx, "c1", "please echo")
+		if err != nil || task.Status.State != "completed" || !strings.Contains(task.Text(), "from-agent") {
+			t.Fatalf("agent prompt: %+v %v", task, err)
+		}
+		must(d.TeardownAgent(ctx, ai.InstanceID))
+		must(d.TeardownAgent(ctx, ai.InstanceID))
+
+		must(d.Teardown(ctx, inst.InstanceID))
+		tornDown = true
+		must(d.Teardown(ctx, inst.InstanceID)) // idempotent
+		if rec, _ := d.GetInstance(ctx, inst.InstanceID); rec == nil || rec.Status != envdeploy.StatusTornDown {
+			t.Errorf("record after teardown: %+v", rec)
+		}
+		if _, err := http.Get(inst.GatewayURL + protocol.EnvCardPath); err == nil {
+			t.Errorf("gateway still answers after teardown")
+		}
+		leftovers("after teardown")
+		if err := d.Teardown(ctx, "0123456789abcdef0123456789abcdef"); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("teardown of an unknown instance: %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("Prune", func(t *testing.T) {
+		dead := map[string]string{envdeploy.LabelInstance: "prune-dead", envdeploy.LabelOwner: "pid:999999999", envdeploy.LabelPersist: "true"}
+		g1, err := b.CreateGroup(ctx, envdeploy.GroupSpec{Labels: dead})
+		must(err)
+		live := envdeploy.OwnerLabels("prune-live", false, time.Time{})
+		g2, err := b.CreateGroup(ctx, envdeploy.GroupSpec{Labels: live})
+		must(err)
+		t.Cleanup(func() { _ = g2.Terminate(context.Background()); _ = g1.Terminate(context.Background()) })
+		removed, _, err := d.Prune(ctx)
+		must(err)
+		joined := strings.Join(removed, ",")
+		if !strings.Contains(joined, g1.ID()) || strings.Contains(joined, g2.ID()) {
+			t.Errorf("prune removed %v; want %s and not %s", removed, g1.ID(), g2.ID())
+		}
+		if _, err := b.OpenGroup(ctx, g1.ID()); !errors.Is(err, envdeploy.ErrNotFound) {
+			t.Errorf("pruned group still opens: %v", err)
+		}
+		must(g2.Terminate(ctx))
+		must(g2.Terminate(ctx))
+		if _, err := b.OpenGroup(ctx, g2.ID()); !errors.Is(err, envdeploy.ErrNotFound) {
+			t.Errorf("terminated group still opens: %v", err)
+		}
+		leftovers("after prune")
+	})
+}
+
+func mcpClient(t *testing.T, ctx context.Context, u string) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
+		ClientInfo: mcp.Implementation{Name: "envdeploytest", Version: "0"}}}); err != nil {
+		t.Fatalf("initialize %s: %v", u, err)
+	}
+	return c
+}
+
+func copyFile(t testing.TB, src, dst string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
