@@ -101,6 +101,10 @@ func (g *Gateway) discoverAll(ctx context.Context) {
 // listServer re-lists one child and merges the result; it reports whether
 // the exposed tool set changed. Failures are logged and kept per server.
 func (g *Gateway) listServer(ctx context.Context, i int) bool {
+	// One listing per server at a time, so an older answer never
+	// overwrites a newer one.
+	g.listMu[i].Lock()
+	defer g.listMu[i].Unlock()
 	tools, err := g.children[i].listTools(ctx)
 	if err != nil {
 		g.log.Warn("tool discovery failed", "server", g.cfg.Servers[i].Name, "err", err)
@@ -125,7 +129,17 @@ func (g *Gateway) ensureDiscovery(ctx context.Context) bool {
 	if !g.started.Load() {
 		return false
 	}
-	g.discoverAll(ctx)
+	// Callers retry on use, but a burst of calls while every server is down
+	// shares one pass per second instead of queueing a pass each.
+	g.passMu.Lock()
+	run := time.Since(g.lastPass) >= time.Second
+	if run {
+		g.lastPass = time.Now()
+	}
+	g.passMu.Unlock()
+	if run {
+		g.discoverAll(ctx)
+	}
 	return g.reg.discovered()
 }
 

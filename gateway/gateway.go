@@ -91,6 +91,9 @@ type Gateway struct {
 	waitState sync.Map // server name → "waiting" | "ready" | "error: …"
 
 	discoverMu sync.Mutex
+	listMu     []sync.Mutex // per server
+	passMu     sync.Mutex
+	lastPass   time.Time
 	relist     []chan struct{} // per server, coalesced re-list requests
 	life       context.Context
 	stop       context.CancelFunc
@@ -157,6 +160,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	g.traj = openTrajectory(c.TrajectoryFile, g.log, g.clock.Now)
 
 	g.reg = newRegistry(c)
+	g.listMu = make([]sync.Mutex, len(c.Servers))
 	for i, s := range c.Servers {
 		ch := &child{
 			server: s, index: i, log: g.log.With("server", s.Name), httpc: g.httpc, version: Version,
