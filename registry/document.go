@@ -238,3 +238,13 @@ func DecodeObject(body []byte) (map[string]any, error) {
 	}
 	return m, nil
 }
+
+// MetadataUpdater is an optional DocumentStore ability: the one in-place
+// change a version allows (runner.md §10.3). UpdateMetadata merges patch
+// into the "metadata" object of version ref.Version (which must be given)
+// and stamps metadata.updated_at, provided the stored metadata.updated_at
+// equals expectUpdatedAt ("" = never updated); otherwise ErrConflict.
+// Safe-form secret keys are stripped as on any write.
+type MetadataUpdater interface {
+	UpdateMetadata(ctx context.Context, c Collection, ref Ref, expectUpdatedAt string, patch map[string]any) (Document, error)
+}

@@ -31,6 +31,7 @@ func RunDocumentStore(t *testing.T, newStore DocumentFactory) {
 	t.Run("QueryRecords", func(t *testing.T) { testQuery(t, newStore(t)) })
 	t.Run("UpdateSpec", func(t *testing.T) { testUpdateSpec(t, newStore(t)) })
 	t.Run("SecretsStripped", func(t *testing.T) { testSecrets(t, newStore(t)) })
+	t.Run("MetadataCompareAndSwap", func(t *testing.T) { testMetadataCAS(t, newStore(t)) })
 	t.Run("Ping", func(t *testing.T) {
 		if err := newStore(t).Ping(context.Background()); err != nil {
 			t.Fatalf("Ping: %v", err)
@@ -574,5 +575,50 @@ func testSecrets(t *testing.T, s registry.DocumentStore) {
 	}
 	if !strings.Contains(string(r3.Data), `"agent_model":"m"`) {
 		t.Errorf("non-secret override lost: %s", r3.Data)
+	}
+}
+
+func testMetadataCAS(t *testing.T, s registry.DocumentStore) {
+	mu, ok := s.(registry.MetadataUpdater)
+	if !ok {
+		t.Skip("backend does not implement registry.MetadataUpdater")
+	}
+	ctx := context.Background()
+	id := uid(t, "agent")
+	mustPut(t, s, registry.A2AAgents, id, `{"type":"a2a_agent","metadata":{"default_model":"m1"}}`)
+	mustPut(t, s, registry.A2AAgents, id, `{"type":"a2a_agent","metadata":{"default_model":"m2"}}`)
+	ref := registry.Ref{ID: id, Version: 1}
+	d, err := mu.UpdateMetadata(ctx, registry.A2AAgents, ref, "", map[string]any{"min_disk_size_gb": 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Version  int            `json:"version"`
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := d.Decode(&doc); err != nil || doc.Version != 1 || doc.Metadata["default_model"] != "m1" || fmt.Sprint(doc.Metadata["min_disk_size_gb"]) != "20" {
+		t.Fatalf("after update: %s, %v", d.Data, err)
+	}
+	stamp, _ := doc.Metadata["updated_at"].(string)
+	if stamp == "" {
+		t.Fatalf("no updated_at: %s", d.Data)
+	}
+	// A stale timestamp loses.
+	if _, err := mu.UpdateMetadata(ctx, registry.A2AAgents, ref, "", map[string]any{"x": 1}); !errors.Is(err, registry.ErrConflict) {
+		t.Fatalf("stale CAS: %v", err)
+	}
+	if _, err := mu.UpdateMetadata(ctx, registry.A2AAgents, ref, stamp, map[string]any{"x": 1}); err != nil {
+		t.Fatalf("fresh CAS: %v", err)
+	}
+	// Other versions are untouched, and no version was added.
+	vs, _ := s.Versions(ctx, registry.A2AAgents, id)
+	if len(vs) != 2 || strings.Contains(string(vs[1].Data), "min_disk_size_gb") {
+		t.Fatalf("versions after metadata updates: %d, v2 %s", len(vs), vs[1].Data)
+	}
+	if _, err := mu.UpdateMetadata(ctx, registry.A2AAgents, registry.Ref{ID: id}, "", nil); !errors.Is(err, registry.ErrInvalid) {
+		t.Fatalf("latest ref: %v", err)
+	}
+	if _, err := mu.UpdateMetadata(ctx, registry.A2AAgents, registry.Ref{ID: id, Version: 9}, "", nil); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("missing version: %v", err)
 	}
 }

@@ -347,3 +347,66 @@ func prefixUpper(p string) (string, bool) {
 // DB is the escape hatch to the underlying database (tests read raw rows
 // through it). Writing through it bypasses every guarantee of the store.
 func (s *Store) DB() *gorm.DB { return s.db }
+
+var _ registry.MetadataUpdater = (*Store)(nil)
+
+// UpdateMetadata is the timestamp compare-and-swap on a version's metadata.
+func (s *Store) UpdateMetadata(ctx context.Context, c registry.Collection, ref registry.Ref, expect string, patch map[string]any) (registry.Document, error) {
+	if err := c.CheckVersioned(); err != nil {
+		return registry.Document{}, err
+	}
+	if ref.Version < 1 {
+		return registry.Document{}, &registry.InvalidError{Field: "version", Value: ref.String(), Reason: "metadata updates need an exact version"}
+	}
+	if _, ok := patch["updated_at"]; ok {
+		return registry.Document{}, &registry.InvalidError{Field: "metadata.updated_at", Reason: "set by the store"}
+	}
+	var out registry.Document
+	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if s.d.LockID != nil {
+			if err := s.d.LockID(tx, table(c), ref.ID); err != nil {
+				return err
+			}
+		}
+		var rows []docRow
+		if err := tx.Raw(`SELECT id, version, type, created_at, doc FROM `+table(c)+` WHERE id = ? AND version = ?`, ref.ID, ref.Version).
+			Scan(&rows).Error; err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return &registry.NotFoundError{Kind: c.Kind(), ID: ref.ID, Version: ref.Version}
+		}
+		doc, err := registry.DecodeObject([]byte(rows[0].Doc))
+		if err != nil {
+			return fmt.Errorf("%s %s: stored document is corrupt: %w", c.Kind(), ref, err)
+		}
+		meta, _ := doc["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+		}
+		cur, _ := meta["updated_at"].(string)
+		if cur != expect {
+			return fmt.Errorf("%w: %s %s metadata.updated_at is %q, not %q", registry.ErrConflict, c.Kind(), ref, cur, expect)
+		}
+		for k, v := range patch {
+			meta[k] = v
+		}
+		meta["updated_at"] = registry.FormatISO(s.now())
+		doc["metadata"] = meta
+		doc = redact.Strip(doc).(map[string]any)
+		data, err := json.Marshal(doc)
+		if err != nil {
+			return &registry.InvalidError{Field: "metadata", Reason: err.Error()}
+		}
+		if err := tx.Exec(`UPDATE `+table(c)+` SET doc = ? WHERE id = ? AND version = ?`, string(data), ref.ID, ref.Version).Error; err != nil {
+			return err
+		}
+		rows[0].Doc = string(data)
+		out = rows[0].document(c)
+		return nil
+	})
+	if err != nil {
+		return registry.Document{}, s.wrap("update metadata "+string(c)+" "+ref.String(), err)
+	}
+	return out, nil
+}
