@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/agentenv/agentenv/agentsdk"
 	"github.com/agentenv/agentenv/agentsdk/llm"
@@ -28,6 +29,10 @@ type Config struct {
 	MaxTurns            int    `json:"max_turns"`
 	MaxRetries          int    `json:"max_retries"`
 	ModelTimeoutSeconds int    `json:"model_timeout_seconds"`
+	// OutputFormat, when set, asks the model for JSON matching a schema
+	// and returns the answer as structured_output. Either the schema itself
+	// or {"type":"json_schema","schema":{…}}.
+	OutputFormat json.RawMessage `json:"output_format,omitempty"`
 }
 
 // Validate bounds the numeric settings.
@@ -40,7 +45,29 @@ func (c *Config) Validate() error {
 	case c.ModelTimeoutSeconds < 1 || c.ModelTimeoutSeconds > 3600:
 		return errors.New("model_timeout_seconds: must be from 1 to 3600")
 	}
+	if _, err := c.outputSchema(); err != nil {
+		return err
+	}
 	return nil
+}
+
+// outputSchema returns the JSON schema of output_format, nil when unset.
+func (c *Config) outputSchema() (map[string]any, error) {
+	if len(c.OutputFormat) == 0 || string(c.OutputFormat) == "null" {
+		return nil, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(c.OutputFormat, &m); err != nil {
+		return nil, errors.New("output_format: must be a JSON schema object")
+	}
+	if m["type"] == "json_schema" {
+		inner, ok := m["schema"].(map[string]any)
+		if !ok {
+			return nil, errors.New("output_format.schema: must be an object")
+		}
+		return inner, nil
+	}
+	return m, nil
 }
 
 // Agent is the toolcaller.
@@ -56,7 +83,12 @@ func (*Agent) ConfigDefaults() any {
 	return &Config{Model: "gpt-4o-mini", MaxTurns: 20, MaxRetries: 2, ModelTimeoutSeconds: 120}
 }
 
-type toolRef struct{ server, tool string }
+// toolRef says what an exposed tool name calls: an MCP tool, or (peer
+// set) a peer agent.
+type toolRef struct{ server, tool, peer string }
+
+// peerToolPrefix names the tools that message peer agents.
+const peerToolPrefix = "peer__"
 
 // Run drives the model <-> tools loop.
 func (*Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, error) {
@@ -77,6 +109,12 @@ func (*Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, erro
 	if err != nil {
 		return nil, err
 	}
+	schema, _ := cfg.outputSchema() // validated at set time
+	params := openai.ChatCompletionNewParams{Tools: tools}
+	if schema != nil {
+		params.ResponseFormat = openai.ChatCompletionNewParamsResponseFormatUnion{OfJSONSchema: &shared.ResponseFormatJSONSchemaParam{
+			JSONSchema: shared.ResponseFormatJSONSchemaJSONSchemaParam{Name: "output", Schema: schema}}}
+	}
 	var msgs []openai.ChatCompletionMessageParamUnion
 	if cfg.SystemPrompt != "" {
 		msgs = append(msgs, openai.SystemMessage(cfg.SystemPrompt))
@@ -85,7 +123,8 @@ func (*Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, erro
 	var usage protocol.Usage
 	for turn := 1; turn <= cfg.MaxTurns; turn++ {
 		_ = tlog.Append(map[string]any{"type": "model_call", "turn": turn, "model": cfg.Model, "messages": len(msgs), "tools": len(tools)})
-		resp, err := client.Complete(ctx, openai.ChatCompletionNewParams{Messages: msgs, Tools: tools})
+		params.Messages = msgs
+		resp, err := client.Complete(ctx, params)
 		if err != nil {
 			var f *agentsdk.Failure
 			if errors.As(err, &f) {
@@ -109,7 +148,16 @@ func (*Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, erro
 				return nil, &agentsdk.Failure{Type: protocol.ErrorTypeAgent, Code: "empty_answer", Message: "The model answered with no text", Usage: usage}
 			}
 			_ = tlog.Append(map[string]any{"type": "final", "turn": turn, "text": msg.Content})
-			return &agentsdk.Result{Parts: []protocol.Part{protocol.TextPart(msg.Content)}, Usage: usage}, nil
+			res := &agentsdk.Result{Parts: []protocol.Part{protocol.TextPart(msg.Content)}, Usage: usage}
+			if schema != nil {
+				var v any
+				if err := json.Unmarshal([]byte(msg.Content), &v); err != nil {
+					return nil, &agentsdk.Failure{Type: protocol.ErrorTypeAgent, Code: "invalid_structured_output",
+						Message: "The model's answer is not the JSON that output_format asks for", Usage: usage}
+				}
+				res.StructuredOutput, _ = json.Marshal(v)
+			}
+			return res, nil
 		}
 		msgs = append(msgs, msg.ToParam())
 		for _, c := range msg.ToolCalls {
@@ -148,13 +196,38 @@ func collectTools(ctx context.Context, t *agentsdk.Task) ([]openai.ChatCompletio
 			if len(names) > 1 {
 				name = agentsdk.QualifiedToolName(server, tool.Name)
 			}
-			refs[name] = toolRef{server, tool.Name}
+			refs[name] = toolRef{server: server, tool: tool.Name}
 			exposed = append(exposed, name)
 			all = append(all, tool)
 		}
 	}
+	for _, p := range t.Peers {
+		name := peerToolPrefix + toolToken(p.Name)
+		if _, dup := refs[name]; dup {
+			continue
+		}
+		refs[name] = toolRef{peer: p.Name}
+		exposed = append(exposed, name)
+		desc := "Send a message to the peer agent " + p.Name + " and get its answer."
+		if p.Description != "" {
+			desc += " " + p.Description
+		}
+		all = append(all, agentsdk.Tool{Name: name, Description: desc,
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"what to ask the peer"}},"required":["message"]}`)})
+	}
 	defs, err := llm.OpenAITools(all, exposed)
 	return defs, refs, err
+}
+
+// toolToken maps a peer name to the characters model APIs allow in names.
+func toolToken(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
 }
 
 // callTool runs one tool call and returns the text the model sees. Tool
@@ -175,6 +248,22 @@ func callTool(ctx context.Context, t *agentsdk.Task, refs map[string]toolRef, id
 	}
 	if !json.Valid([]byte(args)) {
 		return result("Invalid tool arguments: not valid JSON", true)
+	}
+	if ref.peer != "" {
+		var in struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal([]byte(args), &in) != nil || in.Message == "" {
+			return result("Invalid tool arguments: message (a non-empty string) is required", true)
+		}
+		reply, err := t.AskPeer(ctx, ref.peer, t.ContextID, in.Message)
+		if err != nil {
+			return result("Peer "+ref.peer+" could not be reached", true)
+		}
+		if reply.State != "completed" {
+			return result("Peer "+ref.peer+" ended "+reply.State+": "+reply.Text(), true)
+		}
+		return result(reply.Text(), false)
 	}
 	sess, err := t.MCP(ctx, ref.server)
 	if err != nil {
