@@ -19,6 +19,14 @@ func main() {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// A closed stdout (agent-env run | head) must not kill the process
+	// before teardown: with SIGPIPE notified, writes fail with EPIPE instead.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+		}
+	}()
 	go func() {
 		n := 0
 		for s := range sigs {

@@ -178,6 +178,10 @@ Tore down 1 sandbox.
 func TestRunListsBundles(t *testing.T) {
 	c := newCLI(t)
 	code, out, _ := c.run("run")
+	exported := filepath.Join(c.stateRoot, "agent-env", "bundles", "agentenv-framework", "hello")
+	if _, err := os.Stat(filepath.Join(exported, "tasks", "hello.json")); err != nil || !strings.Contains(out, exported) {
+		t.Errorf("listing does not name an exported folder %s: %v\n%s", exported, err, out)
+	}
 	if code != 0 || !strings.Contains(out, "NAME") || !strings.Contains(out, "hello") ||
 		!strings.Contains(out, "agentenv-framework") || !strings.HasSuffix(out, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.\n") {
 		t.Errorf("exit %d\n%s", code, out)
@@ -188,6 +192,11 @@ func TestRunListsBundles(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c.stateRoot, "agent-env", "object_store", "artifacts")); err == nil {
 		t.Error("--dry-run wrote objects")
+	}
+	// The exported folder runs as a folder bundle, under its own id root.
+	code, out, _ = c.run("run", exported)
+	if code != 0 || !strings.Contains(out, "passed (hello: 1)") || strings.Contains(out, "instance @local/agentenv-framework/") {
+		t.Errorf("running the exported folder: exit %d\n%s", code, out)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -51,6 +52,18 @@ func listBundles(d *deps) error {
 	all, err := bundle.Installed(d.bundles)
 	if err != nil {
 		return err
+	}
+	// The installed bundles are embedded; export them under the state root
+	// so that each row names a folder the user can copy.
+	if root, err := registry.StateRoot(); err == nil {
+		dir := filepath.Join(root, "bundles")
+		if err := bundle.Export(d.bundles, dir); err == nil {
+			for _, b := range all {
+				b.Dir = filepath.Join(dir, b.Package, b.Name)
+			}
+		} else {
+			d.logger().Warn("could not export the installed bundles", "dir", dir, "error", err)
+		}
 	}
 	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")

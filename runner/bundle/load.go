@@ -263,3 +263,26 @@ func (b *Bundle) Contents() string {
 	}
 	return plural(len(b.Tasks), "task") + ", " + plural(len(b.Artifacts), "artifact")
 }
+
+// Export copies the installed bundle tree fsys into dir
+// (<dir>/<package>/<bundle>/...), rewriting only files whose content
+// differs, so that a listing can show a real folder to copy.
+func Export(fsys fs.FS, dir string) error {
+	return fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(p))
+		if d.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := fs.ReadFile(fsys, p)
+		if err != nil {
+			return err
+		}
+		if old, err := os.ReadFile(dst); err == nil && string(old) == string(b) {
+			return nil
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
+}

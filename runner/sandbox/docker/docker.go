@@ -293,3 +293,12 @@ func (p *Provider) hostPort(ctx context.Context, id string, port int) (string, e
 	}
 	return "", fmt.Errorf("docker: container %s publishes no host port for %d", id, port)
 }
+
+// RemoveImage removes an image from the engine (missing is not an error).
+func (p *Provider) RemoveImage(ctx context.Context, ref string) error {
+	_, err := p.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true, PruneChildren: true})
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		return p.wrap("remove image "+ref, err)
+	}
+	return nil
+}
