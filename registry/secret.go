@@ -5,8 +5,6 @@ import (
 	"os"
 )
 
-var osLookupEnv = os.LookupEnv
-
 // SecretStore looks secrets up by name (runner.md §10.6).
 //
 // The local implementation (registry/envsecret) reads the process
@@ -84,7 +82,7 @@ func Resolve(ctx context.Context, s string, secrets SecretStore, lookupEnv func(
 	switch scheme {
 	case "env":
 		if lookupEnv == nil {
-			lookupEnv = osLookupEnv
+			lookupEnv = os.LookupEnv
 		}
 		v, ok = lookupEnv(name)
 		ok = ok && v != ""

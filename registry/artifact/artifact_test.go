@@ -1,7 +1,9 @@
 package artifact_test
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -310,5 +312,54 @@ func TestBadRefs(t *testing.T) {
 	}
 	if objs, _ := e.objs.List(ctx, ""); len(objs) != 0 {
 		t.Errorf("objects after refused puts: %v", objs)
+	}
+}
+
+func TestUniverseBundle(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	for i := 0; i < 10; i++ {
+		os.WriteFile(filepath.Join(dir, "sub", fmt.Sprintf("f%d.txt", i)), []byte(fmt.Sprint(i)), 0o600)
+	}
+	u, err := e.arts.PutUniverseFromDir(ctx, "bundled", dir, &artifact.UniverseOptions{Bundle: true, Concurrency: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(u.FileArtifactRefs) != 10 || !strings.HasSuffix(u.BundleS3URL, "artifacts/file_artifact_universe/bundled/1/bundle.tar.gz") {
+		t.Fatalf("universe = %+v", u)
+	}
+	rc, _, err := e.arts.OpenUniverseBundle(ctx, u.Ref())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	zr, err := gzip.NewReader(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	n := 0
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		if want := strings.TrimSuffix(strings.TrimPrefix(h.Name, "sub/f"), ".txt"); string(b) != want {
+			t.Fatalf("%s = %q", h.Name, b)
+		}
+		n++
+	}
+	if n != 10 {
+		t.Fatalf("%d entries", n)
+	}
+	plain, _ := e.arts.PutUniverse(ctx, "plain", map[string]registry.Ref{"a": u.FileArtifactRefs["sub/f1.txt"]}, nil)
+	if _, _, err := e.arts.OpenUniverseBundle(ctx, plain.Ref()); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("bundle of a plain universe: %v", err)
 	}
 }

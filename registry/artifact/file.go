@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/agentenv/agentenv/registry"
 )
@@ -109,9 +110,16 @@ func (s *Store) writeMember(ctx context.Context, f *File, name, dir string) (str
 	return dst, nil
 }
 
-// UniverseOptions tunes PutUniverse.
+// UniverseOptions tunes PutUniverse and PutUniverseFromDir.
 type UniverseOptions struct {
 	Description string
+	// Bundle also stores every member in one tar.gz
+	// (artifacts/file_artifact_universe/<id>/<v>/bundle.tar.gz, bundle_s3_url),
+	// for loaders that copy a whole tree at once (the container archive API).
+	Bundle bool
+	// Concurrency bounds the parallel file uploads of PutUniverseFromDir;
+	// 0 = 8.
+	Concurrency int
 }
 
 // PutUniverse stores a new version of file_artifact_universe id bundling
@@ -127,6 +135,7 @@ func (s *Store) PutUniverse(ctx context.Context, id string, members map[string]r
 	}
 	ids := make(map[string]string, len(members))
 	refs := make(map[string]registry.Ref, len(members))
+	files := make(map[string]*File, len(members))
 	for name, ref := range members {
 		if err := checkName(name); err != nil {
 			return nil, err
@@ -135,11 +144,20 @@ func (s *Store) PutUniverse(ctx context.Context, id string, members map[string]r
 		if err != nil {
 			return nil, fmt.Errorf("universe %s member %s: %w", id, name, err)
 		}
-		ids[name], refs[name] = f.ID, f.Ref()
+		ids[name], refs[name], files[name] = f.ID, f.Ref(), f
 	}
-	d, err := s.put(ctx, TypeFileArtifactUniverse, id, nil, func(int, map[string]string) any {
+	var payloads []payload
+	if opt.Bundle {
+		open, cleanup, err := s.bundle(ctx, files)
+		if err != nil {
+			return nil, fmt.Errorf("universe %s bundle: %w", id, err)
+		}
+		defer cleanup()
+		payloads = append(payloads, payload{name: "bundle.tar.gz", contentType: "application/gzip", open: open})
+	}
+	d, err := s.put(ctx, TypeFileArtifactUniverse, id, payloads, func(_ int, urls map[string]string) any {
 		return FileArtifactUniverse{Header: Header{Type: TypeFileArtifactUniverse, Description: opt.Description},
-			FileArtifactIDs: ids, FileArtifactRefs: refs}
+			FileArtifactIDs: ids, FileArtifactRefs: refs, BundleS3URL: urls["bundle.tar.gz"]}
 	})
 	if err != nil {
 		return nil, err
@@ -170,13 +188,37 @@ func (s *Store) PutUniverseFromDir(ctx context.Context, id, dir string, o *Unive
 		return nil, &registry.InvalidError{Field: "file-dir", Value: dir, Reason: "no files"}
 	}
 	sort.Strings(names)
+	conc := 8
+	if o != nil && o.Concurrency > 0 {
+		conc = o.Concurrency
+	}
 	members := make(map[string]registry.Ref, len(names))
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+		sem      = make(chan struct{}, conc)
+	)
 	for _, name := range names {
-		f, err := s.PutFileFromPath(ctx, id+"/"+name, filepath.Join(dir, filepath.FromSlash(name)), name, "")
-		if err != nil {
-			return nil, err
-		}
-		members[name] = f.Ref()
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f, err := s.PutFileFromPath(ctx, id+"/"+name, filepath.Join(dir, filepath.FromSlash(name)), name, "")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			members[name] = f.Ref()
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
 	}
 	return s.PutUniverse(ctx, id, members, o)
 }
