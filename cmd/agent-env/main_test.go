@@ -494,3 +494,47 @@ func TestTaskRunBatch(t *testing.T) {
 		t.Errorf("ragged CSV: %d %q", code, stderr)
 	}
 }
+
+// Resume: a saved context and --start-step skip the earlier steps; the
+// sandbox deployed by the first run is reconnected from its handle.
+func TestTaskRunResume(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	f := writeFile(t, filepath.Join(dir, "t.json"), `[
+	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
+	  {"id":"v","type":"verify_sandbox","sandbox_name":"box","verifier_id":"v",
+	   "criteria":[{"type":"bash_cmd_succeeds","bash_cmd":"test -f /app/mark || (touch /app/mark; exit 1)"}]}]`)
+	if code, out, stderr := c.run("task", "create", f, "--id", "resume"); code != 0 {
+		t.Fatalf("%s %s", out, stderr)
+	}
+	first := filepath.Join(dir, "first")
+	code, out, _ := c.run("task", "run", "--id", "resume", "--output-dir", first)
+	if code != 0 || !strings.Contains(out, "score (verifier_id=v): 0\n") {
+		t.Fatalf("first run: %d\n%s", code, out)
+	}
+	files, _ := filepath.Glob(filepath.Join(first, "resume_*.json"))
+	if len(files) != 1 {
+		t.Fatalf("context files %v", files)
+	}
+	code, out, stderr := c.run("task", "run", "--id", "resume", "--output-dir", filepath.Join(dir, "second"),
+		"--start-step", "1", "--context-json", files[0])
+	if code != 0 || strings.Contains(out, "Running step [1/2]") || !strings.Contains(out, "score (verifier_id=v): 1\n") {
+		t.Errorf("resumed run: exit %d\n%s\n%s", code, out, stderr)
+	}
+	ids := regexp.MustCompile(`Task instance: (resume-[a-z0-9]{8})`).FindAllStringSubmatch(out, -1)
+	if len(ids) != 1 || strings.Contains(string(mustRead(t, files[0])), ids[0][1]) {
+		t.Errorf("the resumed run must mint a new instance id: %v", ids)
+	}
+	if left := c.leftoverSandboxes(); len(left) != 1 {
+		t.Errorf("work folders %v, want the one sandbox both runs used", left)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
