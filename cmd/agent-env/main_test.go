@@ -538,3 +538,24 @@ func mustRead(t *testing.T, p string) []byte {
 	}
 	return b
 }
+
+func TestRunFlags(t *testing.T) {
+	c := newCLI(t)
+	code, out, stderr := c.run("run", "hello", "--sandbox", "nope")
+	if code != 1 || !strings.Contains(out, "[tasks/hello.json] step 1/3 box failed in ") || !strings.Contains(out, `unknown sandbox provider "nope"`) ||
+		!strings.Contains(out, "tasks/hello.json v1: failed,") || !strings.Contains(out, "Tore down 0 sandboxes.") || stderr != "" {
+		t.Errorf("--sandbox nope: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, _, stderr = c.run("run", "hello", "--task", "nope")
+	if code != 1 || stderr != "Error: --task nope: no such task in the bundle (have: hello)\n" {
+		t.Errorf("--task nope: exit %d %q", code, stderr)
+	}
+	code, _, stderr = c.run("run", "hello", "--eval", "x")
+	if code != 1 || !strings.HasPrefix(stderr, "Error: --eval: ") {
+		t.Errorf("--eval: exit %d %q", code, stderr)
+	}
+	code, out, _ = c.run("run", "hello", "--task", "hello", "--model", "m1")
+	if code != 0 || !strings.Contains(out, "passed (hello: 1)") {
+		t.Errorf("--task hello: exit %d\n%s", code, out)
+	}
+}
