@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -70,8 +71,9 @@ func Open(ctx context.Context, path string, o *Options) (*Store, error) {
 		if err := registry.EnsureStateDir(root, filepath.Dir(path)); err != nil {
 			return nil, err
 		}
-	} else if err := registry.EnsureStateDir(filepath.Dir(path), filepath.Dir(path)); err != nil {
-		return nil, err
+	} else if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		// An explicit path is the caller's: no .gitignore is dropped there.
+		return nil, fmt.Errorf("sqlite %s: %w", path, err)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
