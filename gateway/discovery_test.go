@@ -353,3 +353,20 @@ func TestRunShutsDownWithConnectedAgents(t *testing.T) {
 		t.Fatal("shutdown blocked by a connected agent")
 	}
 }
+
+// TestProtocolVersionsRestricted: an unpinned go-sdk client would negotiate
+// 2026-07-28 with a default mcp-go server; ours offers 2025-11-25 at most
+// (dependencies.md §2.1), and serverInfo.name is MCP_SERVER_NAME.
+func TestProtocolVersionsRestricted(t *testing.T) {
+	tg := startGateway(t, &Config{Name: "office"}, nil)
+	c := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "0"}, nil)
+	cs, err := c.Connect(context.Background(), &sdk.StreamableClientTransport{Endpoint: tg.URL + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	ir := cs.InitializeResult()
+	if ir.ProtocolVersion != "2025-11-25" || ir.ServerInfo.Name != "office" || ir.Capabilities.Tools == nil || !ir.Capabilities.Tools.ListChanged {
+		t.Fatalf("initialize result %+v (tools %+v)", ir, ir.Capabilities.Tools)
+	}
+}
