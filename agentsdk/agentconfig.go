@@ -30,6 +30,9 @@ type configState struct {
 	set map[string]json.RawMessage
 }
 
+// maxTimeoutSeconds bounds timeout_seconds (one week).
+const maxTimeoutSeconds = 7 * 24 * 3600
+
 var baseConfigNames = []string{protocol.ConfigName, protocol.ConfigDescription, protocol.ConfigRole, protocol.ConfigTimeoutSeconds}
 
 // newConfigState inspects defaults (a pointer to a struct, or nil). It
@@ -45,7 +48,7 @@ func newConfigState(defaults any) *configState {
 		protocol.ConfigName:           map[string]any{"type": []string{"string", "null"}},
 		protocol.ConfigDescription:    map[string]any{"type": []string{"string", "null"}},
 		protocol.ConfigRole:           map[string]any{"type": []string{"string", "null"}},
-		protocol.ConfigTimeoutSeconds: map[string]any{"type": "integer", "minimum": 1},
+		protocol.ConfigTimeoutSeconds: map[string]any{"type": "integer", "minimum": 1, "maximum": maxTimeoutSeconds},
 	}
 	supported := slices.Clone(baseConfigNames)
 	if defaults != nil {
@@ -157,10 +160,9 @@ func (c *configState) apply(update map[string]json.RawMessage) error {
 			}
 		case protocol.ConfigTimeoutSeconds:
 			n, err := strictPositiveInt(v)
-			if err != nil {
-				return fmt.Errorf("%s: must be a positive integer", k)
+			if err != nil || n > maxTimeoutSeconds {
+				return fmt.Errorf("%s: must be an integer from 1 to %d", k, maxTimeoutSeconds)
 			}
-			_ = n
 		}
 	}
 	c.mu.Lock()

@@ -153,6 +153,7 @@ func TestAgentConfig(t *testing.T) {
 		"null description": map[string]any{"description": nil},
 		"bad timeout":      map[string]any{"timeout_seconds": "10"},
 		"zero timeout":     map[string]any{"timeout_seconds": 0},
+		"huge timeout":     map[string]any{"timeout_seconds": 1 << 62},
 		"not an object":    []int{1},
 		"role number":      map[string]any{"role": 3},
 	} {
