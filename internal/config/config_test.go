@@ -141,6 +141,8 @@ bse_url = "http://x"
 
 [stores.document]
 imp = "sqlite"
+[stores.document.config]
+pth = "/x.db"
 
 [totally_unrelated_table]
 x = 1
@@ -159,6 +161,7 @@ x = 1
 		"unknown key bse_url in [model]: did you mean base_url?",
 		"unknown key imp in a [stores.<kind>] table (want impl and config): did you mean impl?",
 		"unknown table [totally_unrelated_table]",
+		"unknown key pth in [stores.document.config] (the local document store reads path, local_path): did you mean path?",
 		"unknown environment variable AGENT_ENV_DOCUMNT_STORE: did you mean AGENT_ENV_DOCUMENT_STORE?",
 	} {
 		if !strings.Contains(joined, want) {

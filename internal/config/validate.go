@@ -15,6 +15,42 @@ var storeImpls = map[string][]string{
 	"secret":   {"local", "env"},
 }
 
+// storeConfigKeys are the [stores.<kind>.config] keys each implementation
+// reads; others are warned about.
+var storeConfigKeys = map[string]map[string][]string{
+	"document": {"local": {"path", "local_path"}, "sqlite": {"path", "local_path"}, "postgres": {"dsn", "schema", "local_path"}},
+	"object":   {"local": {"root"}, "filesystem": {"root"}},
+	"image":    {"local": {"registry_host", "repository_prefix"}},
+	"secret":   {"local": {"file_path", "use_env"}, "env": {"file_path", "use_env"}},
+}
+
+// checkStoreConfigKeys warns about config keys the selected
+// implementation does not read.
+func (c *Config) checkStoreConfigKeys() {
+	for _, kind := range []string{"document", "object", "image", "secret"} {
+		spec := map[string]StoreSpec{"document": c.Stores.Document, "object": c.Stores.Object,
+			"image": c.Stores.Image, "secret": c.Stores.Secret}[kind]
+		known, ok := storeConfigKeys[kind][spec.Impl]
+		if !ok {
+			continue // unknown impl: Validate reports it
+		}
+		var keys []string
+		for k := range spec.Config {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if contains(known, k) {
+				continue
+			}
+			w := Warning{File: c.File, Key: "stores." + kind + ".config." + k,
+				Message: fmt.Sprintf("unknown key %s in [stores.%s.config] (the %s %s store reads %s)", k, kind, spec.Impl, kind, strings.Join(known, ", "))}
+			w.Suggestion = suggest(k, known)
+			c.Warnings = append(c.Warnings, w)
+		}
+	}
+}
+
 // StoreImpls returns the accepted implementation names of a store kind.
 func StoreImpls(kind string) []string { return append([]string(nil), storeImpls[kind]...) }
 
