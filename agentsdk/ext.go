@@ -19,6 +19,8 @@ type extension struct {
 	methods                    []*extMethod
 	// hidden methods are served but not advertised.
 	hidden []*extMethod
+	// extra card params, merged into params.
+	extra map[string]any
 }
 
 // extMethod is one operation of an extension.
@@ -50,10 +52,15 @@ func (e *extension) render() map[string]any {
 		}
 		methods[m.name] = entry
 	}
-	return map[string]any{
-		"uri": e.uri, "description": e.description,
-		"params": map[string]any{"endpoint": e.endpoint, "methods": methods},
+	params := map[string]any{}
+	for k, v := range e.extra {
+		params[k] = v
 	}
+	if e.endpoint != "" {
+		params["endpoint"] = e.endpoint
+	}
+	params["methods"] = methods
+	return map[string]any{"uri": e.uri, "description": e.description, "params": params}
 }
 
 func fields(required, optional []string) map[string]any {

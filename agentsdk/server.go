@@ -132,6 +132,11 @@ func New(card *Card, opts *Options) (*Server, error) {
 	}
 
 	rpcPath, _ := s.card.rpcPath()
+	custom, err := s.customExtensions(rpcPath)
+	if err != nil {
+		return nil, fmt.Errorf("agentsdk: %w", err)
+	}
+	s.extensions = append(s.extensions, custom...)
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
 	mux := http.NewServeMux()
 	rpc := s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: s.submitted}))
