@@ -188,7 +188,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 			rc.Close()
 			return nil, err
 		}
-		zw := gzip.NewWriter(f)
+		zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
 		_, err = io.Copy(zw, rc)
 		rc.Close()
 		if err == nil {

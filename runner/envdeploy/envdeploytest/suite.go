@@ -71,7 +71,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	bins := Build(t)
 	b := newBackend(t)
 	t.Cleanup(func() { _ = b.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Second)
 	defer cancel()
 	if err := b.Check(ctx); err != nil {
 		t.Fatalf("Check: %v", err)

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
@@ -53,6 +56,7 @@ func TestConformance(t *testing.T) {
 		_, _ = p.Prune(context.Background(), func(l map[string]string) bool {
 			return l[envdeploy.LabelOwner] == "pid:"+strconv.Itoa(os.Getpid())
 		})
+		removeTestImages(t, p)
 		p.Close()
 	})
 	var images []string
@@ -66,6 +70,26 @@ func TestConformance(t *testing.T) {
 		},
 	})
 	_ = images
+}
+
+// removeTestImages removes every image the suites tagged under the
+// localhost:5000/agentenvtest-* repositories.
+func removeTestImages(t *testing.T, p *docker.Provider) {
+	ctx := context.Background()
+	list, err := p.Client().ImageList(ctx, client.ImageListOptions{})
+	if err != nil {
+		t.Errorf("list images: %v", err)
+		return
+	}
+	for _, im := range list.Items {
+		for _, tag := range im.RepoTags {
+			if strings.HasPrefix(tag, "localhost:5000/agentenvtest-") {
+				if err := p.RemoveImage(ctx, tag); err != nil {
+					t.Errorf("remove %s: %v", tag, err)
+				}
+			}
+		}
+	}
 }
 
 func TestRewriteLoopback(t *testing.T) {
