@@ -1,6 +1,7 @@
 package agentsdk_test
 
 import (
+	"strings"
 	"testing"
 
 	tclient "trpc.group/trpc-go/trpc-a2a-go/client"
@@ -53,5 +54,39 @@ func TestInteropTRPCClient(t *testing.T) {
 	tp, ok := task.Status.Message.Parts[0].(*tproto.TextPart)
 	if !ok || tp.Text != "echo: hi" {
 		t.Fatalf("parts = %#v", task.Status.Message.Parts)
+	}
+}
+
+// trpc-a2a-go streams from a streaming agent: task, working updates with
+// the progress parts, then the final completed update.
+func TestInteropTRPCStream(t *testing.T) {
+	a := start(t, streamingAgent{})
+	ctx := testCtx(t)
+	c, err := tclient.NewA2AClient(a.URL + "/a2a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, err := c.StreamMessage(ctx, tproto.SendMessageParams{
+		Message: tproto.NewMessage(tproto.MessageRoleUser, []tproto.Part{tproto.NewTextPart("go")})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seq []string
+	for ev := range events {
+		switch v := ev.Result.(type) {
+		case *tproto.Task:
+			seq = append(seq, "task")
+		case *tproto.TaskStatusUpdateEvent:
+			s := string(v.Status.State)
+			if v.Final {
+				s += ":final"
+			}
+			seq = append(seq, s)
+		default:
+			seq = append(seq, "other")
+		}
+	}
+	if got := strings.Join(seq, ","); got != "task,working,working,working,completed:final" {
+		t.Fatalf("events = %s", got)
 	}
 }
