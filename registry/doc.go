@@ -8,6 +8,7 @@
 //
 //	registry/sqlite      DocumentStore on SQLite (pure Go, WAL)   the default
 //	registry/postgres    DocumentStore on PostgreSQL              [stores.document] impl="postgres"
+//	registry/memory      DocumentStore in memory                  tests, dry runs
 //	registry/fsobject    ObjectStore on a local directory          the default
 //	registry/localimage  ImageStore: refs <host>/<repo>:v<N>, tarballs in the object store
 //	registry/envsecret   SecretStore: process environment + optional file
