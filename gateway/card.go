@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -160,10 +162,19 @@ type cardCache struct {
 
 func newCardCache(g *Gateway) *cardCache { return &cardCache{g: g} }
 
+// serve answers with the cached card and a strong ETag, so pollers (the
+// provider's readiness probe, runners) can revalidate with If-None-Match.
 func (c *cardCache) serve(w http.ResponseWriter, r *http.Request) {
 	body := c.get(r.Context())
+	sum := sha256.Sum256(body)
+	etag := `"` + hex.EncodeToString(sum[:12]) + `"`
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("ETag", etag)
+	if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || inm == "*") {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
 	_, _ = w.Write(body)
 }
 

@@ -138,11 +138,15 @@ func TestComposedCard(t *testing.T) {
 		t.Fatalf("step schema %s", step.Request)
 	}
 
-	// Cached: a second read within the TTL does not refetch the children.
+	// Cached: a second read within the TTL does not refetch the children,
+	// and a client can revalidate with the ETag.
 	n := hits.Load()
-	tg.get(t, protocol.EnvCardPath, nil)
+	_, _, hdr := tg.do(t, "GET", protocol.EnvCardPath, nil, "")
 	if hits.Load() != n {
 		t.Fatal("card not cached")
+	}
+	if st, b, _ := tg.do(t, "GET", protocol.EnvCardPath, map[string]string{"If-None-Match": hdr.Get("ETag")}, ""); st != http.StatusNotModified || len(b) != 0 {
+		t.Fatalf("revalidation = %d %q", st, b)
 	}
 
 	// Every advertised (endpoint, verb) is a served route.
