@@ -169,10 +169,7 @@ func customHandler(cm Method) func(r *http.Request, body []byte) (any, error) {
 	return func(r *http.Request, body []byte) (any, error) {
 		obj := map[string]json.RawMessage{}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
-			for k, v := range r.URL.Query() {
-				b, _ := json.Marshal(v[len(v)-1])
-				obj[k] = b
-			}
+			_ = json.Unmarshal(queryObject(r), &obj)
 		} else if len(bytes.TrimSpace(body)) > 0 {
 			if err := json.Unmarshal(body, &obj); err != nil || bytes.TrimSpace(body)[0] != '{' {
 				return nil, badRequest(errors.New("body must be a JSON object"))
@@ -204,4 +201,15 @@ func mapsKeys(m map[string]json.RawMessage) func(func(string) bool) {
 			}
 		}
 	}
+}
+
+// queryObject renders the query parameters as a JSON object of strings
+// (the last value of a repeated parameter).
+func queryObject(r *http.Request) json.RawMessage {
+	obj := map[string]string{}
+	for k, v := range r.URL.Query() {
+		obj[k] = v[len(v)-1]
+	}
+	b, _ := json.Marshal(obj)
+	return b
 }

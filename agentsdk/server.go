@@ -136,6 +136,9 @@ func New(card *Card, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agentsdk: %w", err)
 	}
+	if err := s.applyOverrides(); err != nil {
+		return nil, fmt.Errorf("agentsdk: %w", err)
+	}
 	s.extensions = append(s.extensions, custom...)
 	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
 	mux := http.NewServeMux()
