@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -557,5 +558,33 @@ func TestRunFlags(t *testing.T) {
 	code, out, _ = c.run("run", "hello", "--task", "hello", "--model", "m1")
 	if code != 0 || !strings.Contains(out, "passed (hello: 1)") {
 		t.Errorf("--task hello: exit %d\n%s", code, out)
+	}
+}
+
+func TestRegistryServe(t *testing.T) {
+	c := newCLI(t)
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, []string{"registry", "serve", "--addr", "127.0.0.1:0", "--dir", t.TempDir()}, c.deps(out, errb))
+	}()
+	out.waitFor(t, "Press Ctrl-C to stop.")
+	m := regexp.MustCompile(`listening on (127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no address in %q", out)
+	}
+	resp, err := http.Get("http://" + m[1] + "/v2/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /v2/: %d", resp.StatusCode)
+	}
+	cancel(interruptFor(os.Interrupt))
+	if code := <-done; code != 0 || !strings.HasSuffix(out.String(), "Registry stopped.\n") {
+		t.Errorf("exit %d\n%s\n%s", code, out, errb)
 	}
 }
