@@ -71,8 +71,8 @@ func TestMask(t *testing.T) {
 func TestReplaceAttr(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{ReplaceAttr: redact.ReplaceAttr}))
-	log.Info("calling model", "api_key", key, "url", "http://u:"+key+"@h/", "bearer", 42, "model", "m")
-	if strings.Contains(buf.String(), key) || strings.Contains(buf.String(), "42") || !strings.Contains(buf.String(), `"model":"m"`) {
+	log.Info("calling model", "api_key", key, "url", "http://u:"+key+"@h/", "bearer", 918273645, "model", "m")
+	if strings.Contains(buf.String(), key) || strings.Contains(buf.String(), "918273645") || !strings.Contains(buf.String(), `"bearer":"****"`) || !strings.Contains(buf.String(), `"model":"m"`) {
 		t.Fatalf("log line: %s", buf.String())
 	}
 }
