@@ -184,7 +184,7 @@ func (d *Deployer) waitAgent(ctx context.Context, g Group, u string) (json.RawMe
 
 // GetAgentInstance reads an agent instance record.
 func (d *Deployer) GetAgentInstance(ctx context.Context, id string) (*AgentInstance, error) {
-	r, err := d.Stores.Docs.GetRecord(ctx, registry.A2AAgentInstances, id)
+	r, _, err := d.record(ctx, registry.A2AAgentInstances, id)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +210,7 @@ func (d *Deployer) TeardownAgent(ctx context.Context, id string) error {
 func (d *Deployer) Prune(ctx context.Context) (removed []string, skipped []string, err error) {
 	live := func(id string) bool {
 		for _, c := range []registry.Collection{registry.EnvInstances, registry.A2AAgentInstances} {
-			r, err := d.Stores.Docs.GetRecord(ctx, c, id)
+			r, _, err := d.record(ctx, c, id)
 			if err != nil {
 				continue
 			}
@@ -224,7 +224,12 @@ func (d *Deployer) Prune(ctx context.Context) (removed []string, skipped []strin
 		return false
 	}
 	var errs []error
+	done := map[string]bool{}
 	for name, b := range d.Backends {
+		if done[b.Type()] {
+			continue // one backend under several names ("local" and "docker")
+		}
+		done[b.Type()] = true
 		if err := b.Check(ctx); err != nil {
 			skipped = append(skipped, name+": "+err.Error())
 			continue

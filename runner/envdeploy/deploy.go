@@ -272,7 +272,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if err != nil {
 		return nil, err
 	}
-	d.printf("Deploying (ttl=%ds, gateway_mode=%s, sandbox=%s)...", int(ttl.Seconds()), mode, b.Type())
+	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB) on %s...", int(ttl.Seconds()), mode, b.Type())
 
 	now := d.now()
 	id := newInstanceID()
@@ -418,9 +418,28 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 	}
 }
 
+// record finds a record in Docs, then RecordsAlso.
+func (d *Deployer) record(ctx context.Context, c registry.Collection, id string) (registry.Record, registry.DocumentStore, error) {
+	stores := append([]registry.DocumentStore{d.Stores.Docs}, d.Stores.RecordsAlso...)
+	var first error
+	for _, s := range stores {
+		if s == nil {
+			continue
+		}
+		r, err := s.GetRecord(ctx, c, id)
+		if err == nil {
+			return r, s, nil
+		}
+		if first == nil || !errors.Is(err, registry.ErrNotFound) {
+			first = err
+		}
+	}
+	return registry.Record{}, nil, first
+}
+
 // GetInstance reads an env instance record.
 func (d *Deployer) GetInstance(ctx context.Context, id string) (*EnvInstance, error) {
-	r, err := d.Stores.Docs.GetRecord(ctx, registry.EnvInstances, id)
+	r, _, err := d.record(ctx, registry.EnvInstances, id)
 	if err != nil {
 		return nil, err
 	}
@@ -461,7 +480,11 @@ func (d *Deployer) terminate(ctx context.Context, typ, groupID string) error {
 
 func (d *Deployer) markTornDown(ctx context.Context, c registry.Collection, id string) error {
 	now := d.now().Format(time.RFC3339)
-	_, err := d.Stores.Docs.UpdateRecord(ctx, c, id, func(doc map[string]any) error {
+	_, store, err := d.record(ctx, c, id)
+	if err != nil {
+		return err
+	}
+	_, err = store.UpdateRecord(ctx, c, id, func(doc map[string]any) error {
 		if doc["status"] == StatusTornDown {
 			return registry.ErrNoChange
 		}

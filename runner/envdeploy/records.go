@@ -81,7 +81,10 @@ type Agent struct {
 
 // Stores are what put and deploy read and write.
 type Stores struct {
-	Docs      registry.DocumentStore
+	Docs registry.DocumentStore
+	// RecordsAlso are more stores searched for instance records (the
+	// @local store beside the default one, runner.md §10.7).
+	RecordsAlso []registry.DocumentStore
 	Artifacts *artifact.Store
 	Images    registry.ImageStore
 }

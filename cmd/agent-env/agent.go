@@ -1,0 +1,190 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+func newA2AAgentCmd(d *deps) *cobra.Command {
+	cmd := &cobra.Command{Use: "a2a-agent", Short: "Register and deploy A2A agents"}
+	cmd.AddCommand(newAgentPutCmd(d), newAgentGetCmd(d), newAgentDeployCmd(d), newAgentGetInstanceCmd(d), newAgentTeardownCmd(d))
+	return cmd
+}
+
+func newAgentPutCmd(d *deps) *cobra.Command {
+	var img imageFlags
+	var in envdeploy.AgentInput
+	var envVars, meta []string
+	cmd := &cobra.Command{
+		Use:   "put",
+		Short: "Build and register an A2A agent (--go-package P | --dockerfile F [--context D] | --image-ref R)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if in.EnvVars, err = parseKV("env-var", envVars); err != nil {
+				return err
+			}
+			if in.Metadata, err = parseKV("metadata", meta); err != nil {
+				return err
+			}
+			in.Image = img.in
+			s, err := d.openEnvSession(cmd.Context(), in.ID)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			_, err = s.put.PutAgent(cmd.Context(), in)
+			return err
+		},
+	}
+	img.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&in.ID, "id", "", "agent id (required)")
+	f.StringVar(&in.DefaultModel, "default-model", "", "the agent's default model")
+	f.StringArrayVar(&envVars, "env-var", nil, "K=V set in the agent's environment (repeatable)")
+	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newAgentGetCmd(d *deps) *cobra.Command {
+	var id string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "get",
+		Short: "Print an agent document as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ref, err := versionRef(id, version)
+			if err != nil {
+				return err
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			a, err := s.put.Stores.GetAgent(cmd.Context(), ref)
+			if err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(a, "", "  ")
+			fmt.Fprintln(d.stdout, string(b))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "agent id (required)")
+	cmd.Flags().IntVar(&version, "version", 0, "version (default: latest)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newAgentDeployCmd(d *deps) *cobra.Command {
+	var id, sandbox string
+	var version, ttl int
+	var envs, envVars []string
+	cmd := &cobra.Command{
+		Use:   "deploy",
+		Short: "Deploy an agent, optionally inside the networks of env instances",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ref, err := versionRef(id, version)
+			if err != nil {
+				return err
+			}
+			vars, err := parseKV("env-var", envVars)
+			if err != nil {
+				return err
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandboxSpec(sandbox), TTL: ttlFlag(ttl), EnvVars: vars}
+			if req.ModelBaseURL, err = s.st.Resolve(cmd.Context(), s.cfg.Model.BaseURL); err != nil {
+				return err
+			}
+			if req.ModelAPIKey, err = s.st.Resolve(cmd.Context(), s.cfg.Model.APIKey); err != nil {
+				return err
+			}
+			inst, err := s.dep.DeployAgent(cmd.Context(), req)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(d.stdout, "Deployed!")
+			fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
+			fmt.Fprintf(d.stdout, "Agent Url: %s\n", inst.APIURL)
+			for env, u := range inst.EnvMCPURLs {
+				fmt.Fprintf(d.stdout, "Env %s MCP Url (from the agent): %s\n", env, u)
+			}
+			fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(parseTime(inst.ExpiresAtUTC)))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "", "agent id (required)")
+	f.IntVar(&version, "version", 0, "version (default: latest)")
+	f.StringArrayVar(&envs, "env-instance", nil, "env instance the agent uses (repeatable); it joins its network")
+	f.StringArrayVar(&envVars, "env-var", nil, "K=V (repeatable)")
+	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
+	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newAgentGetInstanceCmd(d *deps) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "get-instance",
+		Short: "Print an agent instance record as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			inst, err := s.dep.GetAgentInstance(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(inst, "", "  ")
+			fmt.Fprintln(d.stdout, string(b))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
+	return cmd
+}
+
+func newAgentTeardownCmd(d *deps) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "teardown",
+		Short: "Remove an agent instance (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return fmt.Errorf("--instance-id is required")
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.dep.TeardownAgent(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
+	return cmd
+}

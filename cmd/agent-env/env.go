@@ -1,0 +1,229 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+func newEnvCmd(d *deps) *cobra.Command {
+	cmd := &cobra.Command{Use: "env", Short: "Register, deploy and tear down environments"}
+	ms := &cobra.Command{Use: "mcp-server", Short: "MCP server envs"}
+	ms.AddCommand(newEnvMCPServerPutCmd(d))
+	gw := &cobra.Command{Use: "gateway", Short: "The gateway env"}
+	gw.AddCommand(newEnvGatewayPutCmd(d))
+	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}
+	multi.AddCommand(newEnvMultiPutCmd(d))
+	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newEnvGetInstanceCmd(d), newEnvTeardownCmd(d))
+	return cmd
+}
+
+// imageFlags are the source flags of every put.
+type imageFlags struct {
+	in envdeploy.ImageInput
+}
+
+func (f *imageFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.in.Dockerfile, "dockerfile", "", "build with the local engine from this Dockerfile (must not need a pull)")
+	fl.StringVar(&f.in.Context, "context", "", "build context folder (default: the Dockerfile's folder)")
+	fl.StringVar(&f.in.GoPackage, "go-package", "", "build this Go package offline into a static binary and a FROM scratch image")
+	fl.StringVar(&f.in.Binary, "binary", "", "use this prebuilt static Linux binary as with --go-package")
+	fl.StringVar(&f.in.ImageRef, "image-ref", "", "register an image the engine already holds")
+	fl.StringVar(&f.in.Platform, "platform", "", "linux/amd64 or linux/arm64 (recorded)")
+}
+
+func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
+	var img imageFlags
+	var in envdeploy.MCPServerInput
+	var meta []string
+	cmd := &cobra.Command{
+		Use:   "put",
+		Short: "Build and register an MCP server env (--go-package P | --dockerfile F [--context D] | --image-ref R)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if in.Metadata, err = parseKV("metadata", meta); err != nil {
+				return err
+			}
+			in.Image = img.in
+			s, err := d.openEnvSession(cmd.Context(), in.ID)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			_, err = s.put.PutMCPServer(cmd.Context(), in)
+			return err
+		},
+	}
+	img.add(cmd)
+	f := cmd.Flags()
+	f.StringVar(&in.ID, "id", "", "env id (required)")
+	f.StringVar(&in.EnvironmentName, "environment-name", "", "environment name (default: derived from the source's card)")
+	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway or server")
+	f.StringVar(&in.Description, "description", "", "description")
+	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newEnvGatewayPutCmd(d *deps) *cobra.Command {
+	var img imageFlags
+	var id string
+	cmd := &cobra.Command{
+		Use:   "put",
+		Short: "Register the gateway image (default: built from the agentenv-gateway binary or source, FROM scratch)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			in := img.in
+			if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
+				if in, err = envdeploy.GatewaySource(cmd.Context()); err != nil {
+					return err
+				}
+			}
+			_, err = s.put.PutGateway(cmd.Context(), id, in)
+			return err
+		},
+	}
+	img.add(cmd)
+	cmd.Flags().StringVar(&id, "id", envdeploy.DefaultGatewayID, "gateway env id")
+	return cmd
+}
+
+func newEnvMultiPutCmd(d *deps) *cobra.Command {
+	var in envdeploy.MultiInput
+	cmd := &cobra.Command{
+		Use:   "put",
+		Short: "Register several MCP server envs behind one gateway",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := d.openEnvSession(cmd.Context(), in.ID)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			_, err = s.put.PutMulti(cmd.Context(), in)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&in.ID, "id", "", "env id (required)")
+	f.StringArrayVar(&in.MCPServers, "mcp-server", nil, "member env id[:version] (repeatable)")
+	f.StringVar(&in.Name, "name", "", "fixed gateway name (default: env + 4 random digits per deploy)")
+	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway")
+	f.StringVar(&in.Description, "description", "", "description")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newEnvDeployCmd(d *deps) *cobra.Command {
+	var id, sandbox, mode, gateway string
+	var version, ttl int
+	cmd := &cobra.Command{
+		Use:   "deploy",
+		Short: "Deploy an env behind a gateway and print its URLs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ref, err := versionRef(id, version)
+			if err != nil {
+				return err
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			shown := sandbox
+			if shown == "" {
+				shown = "config default"
+			}
+			fmt.Fprintf(d.stdout, "Sandbox backend: %s\n", shown)
+			v := "latest"
+			if version > 0 {
+				v = fmt.Sprint(version)
+			}
+			fmt.Fprintf(d.stdout, "Fetching env: id=%s version=%s...\n", id, v)
+			inst, err := s.dep.Deploy(cmd.Context(), envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
+				TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(d.stdout, "Deployed!")
+			fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
+			fmt.Fprintf(d.stdout, "Env MCP Url: %s\n", inst.MCPURL)
+			fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
+			fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&id, "id", "", "env id (required)")
+	f.IntVar(&version, "version", 0, "env version (default: latest)")
+	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec: local (Docker), docker, process, or a comma fallback chain")
+	f.IntVar(&ttl, "ttl-seconds", 10800, "time to live, 60..1209600 seconds")
+	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
+	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newEnvGetInstanceCmd(d *deps) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "get-instance",
+		Short: "Print an env instance record as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			inst, err := s.dep.GetInstance(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(inst, "", "  ")
+			fmt.Fprintln(d.stdout, string(b))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
+	return cmd
+}
+
+func newEnvTeardownCmd(d *deps) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "teardown",
+		Short: "Remove an env instance (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return fmt.Errorf("--instance-id is required")
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := s.dep.Teardown(cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
+	cmd.Flags().StringVar(&id, "id", "", "alias of --instance-id")
+	return cmd
+}

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/internal/config"
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/sandbox/process"
+)
+
+// envSession is what the env, a2a-agent and sandbox commands share: the
+// stores, the backends and the [sandbox] defaults.
+type envSession struct {
+	st     *storeSet
+	cfg    *config.Config
+	docker *docker.Provider
+	proc   *process.Provider
+	dep    *envdeploy.Deployer
+	put    *envdeploy.Putter
+}
+
+func (s *envSession) Close() {
+	if s.docker != nil {
+		s.docker.Close()
+	}
+	s.st.Close()
+}
+
+// sandboxSpec maps the spec's "local" (the local Docker topology of
+// runner.md §15.1) to our backends; "" keeps the config default.
+func sandboxSpec(spec string) string { return strings.TrimSpace(spec) }
+
+// openEnvSession opens the stores owning id and the sandbox backends:
+// "local" and "docker" are the local engine, "process" runs static
+// binaries as local processes.
+func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, error) {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, err := d.openStores(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &envSession{st: st, cfg: cfg}
+	backends := map[string]envdeploy.Backend{}
+	dp, derr := docker.New(&docker.Options{Logger: d.logger()})
+	if derr == nil {
+		s.docker = dp
+		backends["local"], backends["docker"] = dp, dp
+	}
+	root := d.getenv("AGENT_ENV_PROCESS_SANDBOX_DIR")
+	if root == "" {
+		root = process.DefaultRoot()
+	}
+	s.proc = process.New(root, &process.Options{Logger: d.logger()})
+	backends["process"] = s.proc
+	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
+		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents}}
+	s.put = &envdeploy.Putter{Stores: stores, Out: d.stdout}
+	if dp != nil {
+		s.put.Builder = dp
+	} else {
+		s.put.BuilderErr = derr
+	}
+	s.dep = &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: true, Out: d.stdout, Logger: d.logger(),
+		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault}
+	s.dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
+		src, err := envdeploy.GatewaySource(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return s.put.PutGateway(ctx, envdeploy.DefaultGatewayID, src)
+	}
+	return s, nil
+}
+
+// parseKV parses repeated K=V flags.
+func parseKV(flag string, vals []string) (map[string]string, error) {
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, v := range vals {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, &registry.InvalidError{Field: flag, Value: v, Reason: "must be KEY=VALUE"}
+		}
+		out[strings.TrimSpace(k)] = val
+	}
+	return out, nil
+}
+
+// ttlFlag converts --ttl-seconds.
+func ttlFlag(secs int) time.Duration { return time.Duration(secs) * time.Second }
+
+// formatExpires renders "YYYY-MM-DD HH:MM UTC".
+func formatExpires(t time.Time) string { return t.UTC().Format("2006-01-02 15:04") + " UTC" }
+
+// versionRef builds a ref from --id and --version (0 = latest).
+func versionRef(id string, version int) (registry.Ref, error) {
+	if err := registry.ValidateID(id); err != nil {
+		return registry.Ref{}, err
+	}
+	if version < 0 {
+		return registry.Ref{}, &registry.InvalidError{Field: "version", Value: fmt.Sprint(version), Reason: "must be >= 1"}
+	}
+	return registry.Ref{ID: id, Version: version}, nil
+}
