@@ -2,10 +2,15 @@
 // ([stores] in config.toml, runner.md §10 and §12) and routes @local ids to
 // the local document store (§10.7).
 //
+// Each implementation is a factory registered under a namespaced name
+// ("store.document.postgres") in a Registry value; Builtin() has the
+// built-in ones, and Options.Registry lets tests and (later) plugins add
+// their own.
+//
 // Why a separate @local store: bundle runs write "@local/..." documents
 // that must never reach a shared remote store. When the configured document
 // store is the default local SQLite file, both roles are the same store;
-// when it is PostgreSQL, @local documents still go to the local SQLite file.
+// otherwise @local documents go to the local SQLite file.
 //
 //	cfg, err := config.Load(nil)
 //	set, err := stores.Open(ctx, cfg, nil)
@@ -19,15 +24,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
-	"github.com/agentenv/agentenv/registry/envsecret"
-	"github.com/agentenv/agentenv/registry/fsobject"
-	"github.com/agentenv/agentenv/registry/localimage"
-	"github.com/agentenv/agentenv/registry/postgres"
 	"github.com/agentenv/agentenv/registry/sqlite"
 )
 
@@ -35,6 +35,8 @@ import (
 type Options struct {
 	// StateRoot replaces registry.StateRoot() (tests).
 	StateRoot string
+	// Registry replaces Builtin().
+	Registry *Registry
 }
 
 // Set is the opened stores.
@@ -74,7 +76,7 @@ func (s *Set) Resolve(ctx context.Context, v string) (string, error) {
 // LocksDir is <state root>/locks (per-id file locks of bundle runs).
 func (s *Set) LocksDir() string { return filepath.Join(s.StateRoot, "locks") }
 
-// Close closes every store that needs it.
+// Close closes every store that needs it, in reverse order of opening.
 func (s *Set) Close() error {
 	var errs []error
 	for i := len(s.closers) - 1; i >= 0; i-- {
@@ -94,6 +96,9 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (_ *Set, err erro
 	if o != nil {
 		opt = *o
 	}
+	if opt.Registry == nil {
+		opt.Registry = Builtin()
+	}
 	root := opt.StateRoot
 	if root == "" {
 		if root, err = registry.StateRoot(); err != nil {
@@ -106,112 +111,54 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (_ *Set, err erro
 			s.Close()
 		}
 	}()
+	env := func(kind string, spec config.StoreSpec) *Env {
+		return &Env{Kind: kind, Impl: spec.Impl, Spec: spec, Config: cfg, StateRoot: root,
+			Secrets: s.Secrets, Objects: s.Objects, OnClose: func(f func() error) { s.closers = append(s.closers, f) }}
+	}
+	wrap := func(kind, impl string, err error) error {
+		return fmt.Errorf("stores.%s (%s): %w", kind, impl, err)
+	}
 
 	// Secrets first: the other stores' settings may reference them.
-	if s.Secrets, err = openSecrets(ctx, cfg.Stores.Secret); err != nil {
-		return nil, err
-	}
-	str := func(spec config.StoreSpec, kind, key string) (string, error) {
-		v, err := registry.Resolve(ctx, spec.StoreConfigString(key), s.Secrets, nil)
-		if err != nil {
-			return "", fmt.Errorf("stores.%s.config.%s: %w", kind, key, err)
-		}
-		return v, nil
-	}
-
-	localPath, err := str(cfg.Stores.Document, "document", "local_path")
+	f, err := opt.Registry.lookup("secret", cfg.Stores.Secret.Impl)
 	if err != nil {
 		return nil, err
 	}
-	if localPath == "" {
-		localPath = filepath.Join(root, "document_store", "documents.db")
+	if s.Secrets, err = f.(SecretFactory)(ctx, env("secret", cfg.Stores.Secret)); err != nil {
+		return nil, wrap("secret", cfg.Stores.Secret.Impl, err)
 	}
-	openSQLite := func(path string) (registry.DocumentStore, error) {
-		if err := registry.EnsureStateDir(root, filepath.Dir(path)); err != nil {
-			return nil, err
-		}
-		st, err := sqlite.Open(ctx, path, nil)
-		if err != nil {
-			return nil, err
-		}
-		s.closers = append(s.closers, st.Close)
-		return st, nil
+
+	spec := cfg.Stores.Document
+	if f, err = opt.Registry.lookup("document", spec.Impl); err != nil {
+		return nil, err
 	}
-	switch impl := cfg.Stores.Document.Impl; impl {
-	case "local", "sqlite":
-		path, err := str(cfg.Stores.Document, "document", "path")
-		if err != nil {
-			return nil, err
-		}
-		if path == "" {
-			path = localPath
-		}
-		if s.Documents, err = openSQLite(path); err != nil {
-			return nil, fmt.Errorf("stores.document (%s): %w", impl, err)
-		}
+	denv := env("document", spec)
+	if s.Documents, err = f.(DocumentFactory)(ctx, denv); err != nil {
+		return nil, wrap("document", spec.Impl, err)
+	}
+	// The @local store: the configured one when it is that very SQLite file.
+	localPath, err := localDocPath(ctx, denv)
+	if err != nil {
+		return nil, err
+	}
+	if st, ok := s.Documents.(*sqlite.Store); ok && sameFile(st.Path(), localPath) {
 		s.Local = s.Documents
-		if abs(path) != abs(localPath) {
-			if s.Local, err = openSQLite(localPath); err != nil {
-				return nil, fmt.Errorf("@local document store: %w", err)
-			}
-		}
-	case "postgres":
-		dsn, err := str(cfg.Stores.Document, "document", "dsn")
-		if err != nil {
-			return nil, err
-		}
-		if dsn == "" {
-			return nil, fmt.Errorf("stores.document (postgres): %w", &registry.InvalidError{Field: "stores.document.config.dsn", Reason: "empty"})
-		}
-		schema, err := str(cfg.Stores.Document, "document", "schema")
-		if err != nil {
-			return nil, err
-		}
-		pg, err := postgres.Open(ctx, dsn, &postgres.Options{Schema: schema})
-		if err != nil {
-			return nil, fmt.Errorf("stores.document (postgres): %w", err)
-		}
-		s.closers = append(s.closers, pg.Close)
-		s.Documents = pg
-		if s.Local, err = openSQLite(localPath); err != nil {
-			return nil, fmt.Errorf("@local document store: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("stores.document: unknown implementation %q", impl)
+	} else if s.Local, err = openSQLiteAt(ctx, denv, localPath); err != nil {
+		return nil, fmt.Errorf("@local document store: %w", err)
 	}
 
-	switch impl := cfg.Stores.Object.Impl; impl {
-	case "local", "filesystem":
-		objRoot, err := str(cfg.Stores.Object, "object", "root")
-		if err != nil {
-			return nil, err
-		}
-		if objRoot == "" {
-			objRoot = filepath.Join(root, "object_store")
-			if err := registry.EnsureStateDir(root, objRoot); err != nil {
-				return nil, err
-			}
-		}
-		if s.Objects, err = fsobject.New(objRoot, nil); err != nil {
-			return nil, fmt.Errorf("stores.object (%s): %w", impl, err)
-		}
-	default:
-		return nil, fmt.Errorf("stores.object: unknown implementation %q", impl)
+	if f, err = opt.Registry.lookup("object", cfg.Stores.Object.Impl); err != nil {
+		return nil, err
+	}
+	if s.Objects, err = f.(ObjectFactory)(ctx, env("object", cfg.Stores.Object)); err != nil {
+		return nil, wrap("object", cfg.Stores.Object.Impl, err)
 	}
 
-	switch impl := cfg.Stores.Image.Impl; impl {
-	case "local":
-		host, err := str(cfg.Stores.Image, "image", "registry_host")
-		if err != nil {
-			return nil, err
-		}
-		prefix, err := str(cfg.Stores.Image, "image", "repository_prefix")
-		if err != nil {
-			return nil, err
-		}
-		s.Images = localimage.New(s.Objects, &localimage.Options{Host: host, RepositoryPrefix: prefix, KeyPrefix: cfg.Environment.FixturePrefix})
-	default:
-		return nil, fmt.Errorf("stores.image: unknown implementation %q", impl)
+	if f, err = opt.Registry.lookup("image", cfg.Stores.Image.Impl); err != nil {
+		return nil, err
+	}
+	if s.Images, err = f.(ImageFactory)(ctx, env("image", cfg.Stores.Image)); err != nil {
+		return nil, wrap("image", cfg.Stores.Image.Impl, err)
 	}
 
 	aopt := &artifact.Options{KeyPrefix: cfg.Environment.FixturePrefix, TypeAliases: cfg.Artifacts.TypeAliases}
@@ -223,41 +170,8 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (_ *Set, err erro
 	return s, nil
 }
 
-func openSecrets(ctx context.Context, spec config.StoreSpec) (registry.SecretStore, error) {
-	switch spec.Impl {
-	case "local", "env":
-	default:
-		return nil, fmt.Errorf("stores.secret: unknown implementation %q", spec.Impl)
-	}
-	// [stores.secret] may use env: references, never secret: ones.
-	path, err := registry.Resolve(ctx, spec.StoreConfigString("file_path"), nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("stores.secret.config.file_path: %w", err)
-	}
-	var useEnv *bool
-	switch v := spec.Config["use_env"].(type) {
-	case nil:
-	case bool:
-		useEnv = &v
-	case string:
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return nil, &registry.InvalidError{Field: "stores.secret.config.use_env", Value: v, Reason: "want true or false"}
-		}
-		useEnv = &b
-	default:
-		return nil, &registry.InvalidError{Field: "stores.secret.config.use_env", Value: fmt.Sprint(v), Reason: "want true or false"}
-	}
-	st, err := envsecret.New(&envsecret.Options{FilePath: path, UseEnv: useEnv})
-	if err != nil {
-		return nil, fmt.Errorf("stores.secret: %w", err)
-	}
-	return st, nil
-}
-
-func abs(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
-		return a
-	}
-	return p
+func sameFile(a, b string) bool {
+	aa, err1 := filepath.Abs(a)
+	bb, err2 := filepath.Abs(b)
+	return err1 == nil && err2 == nil && aa == bb
 }

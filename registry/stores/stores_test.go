@@ -13,6 +13,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/memory"
 	"github.com/agentenv/agentenv/registry/stores"
 )
 
@@ -168,5 +169,43 @@ func TestPostgresWithLocalSplit(t *testing.T) {
 	}
 	if _, err := set.Local.Get(ctx, registry.Tasks, registry.Ref{ID: "b"}); !errors.Is(err, registry.ErrNotFound) {
 		t.Fatalf("bare document reached the local store: %v", err)
+	}
+}
+
+// A custom registry: a test (or a plugin, later) adds its own backend.
+func TestCustomRegistry(t *testing.T) {
+	r := stores.Builtin()
+	opened := false
+	r.Register("store.document.fake", stores.DocumentFactory(func(ctx context.Context, env *stores.Env) (registry.DocumentStore, error) {
+		opened = true
+		return memory.New(), nil
+	}))
+	cfg := config.Defaults()
+	cfg.Stores.Document.Impl = "fake"
+	set, err := stores.Open(context.Background(), cfg, &stores.Options{StateRoot: t.TempDir(), Registry: r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	if !opened || set.Local == set.Documents {
+		t.Fatalf("custom factory opened=%v, local split=%v", opened, set.Local != set.Documents)
+	}
+	cfg.Stores.Document.Impl = "nope"
+	if _, err := stores.Open(context.Background(), cfg, &stores.Options{StateRoot: t.TempDir(), Registry: r}); !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), "fake") {
+		t.Fatalf("unknown impl: %v", err)
+	}
+	for _, bad := range []func(){
+		func() { r.Register("store.document.fake", stores.DocumentFactory(nil)) },
+		func() { r.Register("document.fake2", stores.DocumentFactory(nil)) },
+		func() { r.Register("store.object.x", stores.DocumentFactory(nil)) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Error("bad registration did not panic")
+				}
+			}()
+			bad()
+		}()
 	}
 }
