@@ -1,6 +1,7 @@
 package agentsdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,6 +195,9 @@ func (s *Server) runAgent(ctx context.Context, t *Task, timeout time.Duration) (
 // (agent-protocol.md §5.2, §5.3).
 func (s *Server) terminal(rc *a2asrv.RequestContext, res *Result, runErr error) (a2a.TaskState, []protocol.Part) {
 	var f *Failure
+	if runErr == nil && res != nil {
+		runErr = validateResult(res)
+	}
 	switch {
 	case runErr == nil && res != nil && (len(res.Parts) > 0 || res.StructuredOutput != nil):
 		parts := append([]protocol.Part(nil), res.Parts...)
@@ -236,6 +240,34 @@ func (s *Server) terminal(rc *a2asrv.RequestContext, res *Result, runErr error) 
 	msg := protocol.UnhandledMessage(id)
 	return a2a.TaskStateFailed, []protocol.Part{protocol.TextPart(msg),
 		protocol.TrailerData{ErrorType: protocol.ErrorTypeInfra, ErrorCode: protocol.ErrorCodeUnhandled, ErrorMessage: msg}.Part()}
+}
+
+// validateResult refuses invalid return values (they become opaque
+// failures): unknown part kinds, data that is not an object, invalid JSON
+// in StructuredOutput or Trajectory (which is compacted in place).
+func validateResult(res *Result) error {
+	for i, p := range res.Parts {
+		switch p.Kind {
+		case protocol.PartKindText, protocol.PartKindFile:
+		case protocol.PartKindData:
+			if d := bytes.TrimSpace(p.Data); len(d) == 0 || d[0] != '{' || !json.Valid(d) {
+				return fmt.Errorf("agentsdk: result part %d: data must be a JSON object", i)
+			}
+		default:
+			return fmt.Errorf("agentsdk: result part %d: unknown kind %q", i, p.Kind)
+		}
+	}
+	if res.StructuredOutput != nil && !json.Valid(res.StructuredOutput) {
+		return errors.New("agentsdk: result structured output is not valid JSON")
+	}
+	if res.Trajectory != nil {
+		var b bytes.Buffer
+		if err := json.Compact(&b, res.Trajectory); err != nil {
+			return errors.New("agentsdk: result trajectory is not valid JSON")
+		}
+		res.Trajectory = b.Bytes()
+	}
+	return nil
 }
 
 func deepCopyTask(t *a2a.Task) (*a2a.Task, error) {

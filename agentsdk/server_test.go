@@ -185,6 +185,14 @@ func TestFailureShapes(t *testing.T) {
 			return nil, errors.New("secret internal detail")
 		case "empty":
 			return &agentsdk.Result{}, nil
+		case "bad-kind":
+			return &agentsdk.Result{Parts: []protocol.Part{{Kind: "video"}}}, nil
+		case "bad-data":
+			return &agentsdk.Result{Parts: []protocol.Part{protocol.DataPart([]byte(`[1]`))}}, nil
+		case "bad-json":
+			return &agentsdk.Result{Parts: []protocol.Part{protocol.TextPart("x")}, StructuredOutput: []byte(`{`)}, nil
+		case "bad-trajectory":
+			return &agentsdk.Result{Parts: []protocol.Part{protocol.TextPart("x")}, Trajectory: []byte(`nope`)}, nil
 		}
 		return nil, nil
 	}))
@@ -210,7 +218,7 @@ func TestFailureShapes(t *testing.T) {
 	if p := task.Status.Message.Parts; len(p) != 2 || p[0].Text != "Retry later" || task.Trailer().ErrorCode != "c" {
 		t.Fatalf("parts = %+v", p)
 	}
-	for _, text := range []string{"panic", "error", "empty", "nil"} {
+	for _, text := range []string{"panic", "error", "empty", "nil", "bad-kind", "bad-data", "bad-json", "bad-trajectory"} {
 		task := check(text)
 		raw, _ := json.Marshal(task)
 		if strings.Contains(string(raw), "secret") {
