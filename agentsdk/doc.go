@@ -17,9 +17,18 @@
 //	if err != nil { … }
 //	err = srv.ListenAndServe(ctx) // $A2A_HOST:$A2A_PORT, default 0.0.0.0:8000
 //
-// Extra abilities are optional interfaces the Agent may implement:
-// Configurable (a typed config struct for agent-config) and Streamer
-// (message/stream with progress events through Task.Emit).
+// The SDK serves mcp-config, agent-config, skill-config, trajectory and
+// peer-agents for every agent. Extra abilities are optional interfaces the
+// Agent may implement: Configurable (a typed config struct for
+// agent-config), Streamer (message/stream with progress events through
+// Task.Emit), SkillInstaller (install skills as they are added),
+// TriggerHost (the triggers extension of user simulators),
+// ExtensionProvider (custom /ext/… operations) and OperationOverrider
+// (replace SDK operations, with the default as next).
+//
+// Subpackages: agentsdktest (serve an agent on loopback and drive it like
+// the runner) and llm (an OpenAI-compatible model client whose failures
+// are typed *Failure values).
 //
 // Tasks of one context run one at a time, in arrival order; different
 // contexts run concurrently. The SDK is built on a2a-go v0.3.3 and works
