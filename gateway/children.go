@@ -42,6 +42,8 @@ type child struct {
 	onNotify func(c *child, method string)
 	// onReopen is called after a generation replaced a dead one.
 	onReopen func(c *child)
+	// life bounds opens (the gateway's lifetime).
+	life context.Context
 
 	mu      sync.Mutex
 	gen     *generation
@@ -67,69 +69,69 @@ type generation struct {
 // errChildClosed is returned after Close.
 var errChildClosed = errors.New("gateway is shutting down")
 
-// session returns the current generation, opening one if needed. Concurrent
-// callers share one open; a failed open leaves nothing behind.
+// session returns the current generation, opening one if needed. One open
+// runs at a time, detached from any caller (so one agent giving up never
+// fails the open for the others), and every caller waits for it within its
+// own context. A failed open leaves nothing behind; the next use retries.
 func (c *child) session(ctx context.Context) (*generation, error) {
-	for {
-		c.mu.Lock()
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errChildClosed
+	}
+	if g := c.gen; g != nil {
+		c.mu.Unlock()
+		return g, nil
+	}
+	wait := c.opening
+	if wait == nil {
+		wait = make(chan struct{})
+		c.opening = wait
+		go c.runOpen(wait)
+	}
+	c.mu.Unlock()
+	select {
+	case <-wait:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != nil {
+		return c.gen, nil
+	}
+	if c.closed {
+		return nil, errChildClosed
+	}
+	if c.openErr != nil {
+		return nil, c.openErr
+	}
+	return nil, fmt.Errorf("open %s: no session", c.server.Name)
+}
+
+// runOpen performs one open and publishes its outcome.
+func (c *child) runOpen(done chan struct{}) {
+	g, err := c.open(c.life)
+	c.mu.Lock()
+	c.opening = nil
+	c.openErr = err
+	reopened := false
+	if err == nil {
 		if c.closed {
 			c.mu.Unlock()
-			return nil, errChildClosed
+			g.close()
+			close(done)
+			return
 		}
-		if c.gen != nil {
-			g := c.gen
-			c.mu.Unlock()
-			return g, nil
-		}
-		if c.opening != nil {
-			wait := c.opening
-			c.mu.Unlock()
-			select {
-			case <-wait:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			c.mu.Lock()
-			g, err := c.gen, c.openErr
-			c.mu.Unlock()
-			if g != nil {
-				return g, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			continue
-		}
-		done := make(chan struct{})
-		c.opening = done
-		c.mu.Unlock()
-
-		g, err := c.open(ctx)
-		c.mu.Lock()
-		c.opening = nil
-		c.openErr = err
-		reopened := false
-		if err == nil {
-			if c.closed {
-				c.mu.Unlock()
-				g.close()
-				close(done)
-				return nil, errChildClosed
-			}
-			c.opened++
-			g.seq = c.opened
-			reopened = c.opened > 1
-			c.gen = g
-		}
-		c.mu.Unlock()
-		close(done)
-		if err != nil {
-			return nil, err
-		}
-		if reopened && c.onReopen != nil {
-			go c.onReopen(c)
-		}
-		return g, nil
+		c.opened++
+		g.seq = c.opened
+		reopened = c.opened > 1
+		c.gen = g
+	}
+	c.mu.Unlock()
+	close(done)
+	if reopened && c.onReopen != nil {
+		c.onReopen(c)
 	}
 }
 

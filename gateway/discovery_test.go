@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -368,5 +370,46 @@ func TestProtocolVersionsRestricted(t *testing.T) {
 	ir := cs.InitializeResult()
 	if ir.ProtocolVersion != "2025-11-25" || ir.ServerInfo.Name != "office" || ir.Capabilities.Tools == nil || !ir.Capabilities.Tools.ListChanged {
 		t.Fatalf("initialize result %+v (tools %+v)", ir, ir.Capabilities.Tools)
+	}
+}
+
+// TestOpenSurvivesAnImpatientCaller: the caller that triggered a child
+// session open gives up; the open goes on and serves the next caller.
+func TestOpenSurvivesAnImpatientCaller(t *testing.T) {
+	c := startChild(t, "slow", nil)
+	tg := startGateway(t, &Config{Servers: serversOf(c)}, nil)
+	ch := tg.children[0]
+	// Retire the current generation and hold the next initialize.
+	g0, _ := ch.session(context.Background())
+	ch.retire(g0)
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open) // never leave the child's handler blocked
+	c.inter.Store(func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			<-release
+		}
+		return false
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := ch.session(ctx)
+		errc <- err
+	}()
+	waitFor(t, "the open to start", func() bool {
+		ch.mu.Lock()
+		defer ch.mu.Unlock()
+		return ch.opening != nil
+	})
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("impatient caller: %v", err)
+	}
+	open()
+	g1, err := ch.session(context.Background())
+	if err != nil || g1 == nil || g1 == g0 {
+		t.Fatalf("patient caller: %v", err)
 	}
 }

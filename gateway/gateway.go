@@ -164,7 +164,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	for i, s := range c.Servers {
 		ch := &child{
 			server: s, index: i, log: g.log.With("server", s.Name), httpc: g.httpc, version: Version,
-			attempts: g.opts.OpenAttempts, retryDelay: g.opts.OpenRetryDelay,
+			attempts: g.opts.OpenAttempts, retryDelay: g.opts.OpenRetryDelay, life: g.life,
 		}
 		ch.onNotify = g.childNotified
 		ch.onReopen = func(c *child) { g.requestRelist(c.index) }
