@@ -153,3 +153,25 @@ func TestAddrFromEnvironmentAndGracefulServe(t *testing.T) {
 		t.Fatalf("serve returned %v", err)
 	}
 }
+
+// The task store is bounded: the oldest tasks are forgotten.
+func TestTaskStoreIsBounded(t *testing.T) {
+	a := agentsdktest.Start(t, &agentsdk.Card{Name: "few"}, &agentsdk.Options{Agent: echoAgent(), Logger: quiet(), MaxTasks: 2})
+	ctx := testCtx(t)
+	var ids []string
+	for range 3 {
+		task, err := a.Client.Send(ctx, "", "x", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, task.ID)
+	}
+	if _, err := a.Client.Get(ctx, ids[0]); err == nil {
+		t.Fatal("oldest task still stored")
+	}
+	for _, id := range ids[1:] {
+		if task, err := a.Client.Get(ctx, id); err != nil || task.Status.State != "completed" {
+			t.Fatalf("task %s: %+v %v", id, task, err)
+		}
+	}
+}

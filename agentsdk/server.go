@@ -39,8 +39,11 @@ type Options struct {
 	// an overall timeout (runs are bounded by their context).
 	HTTPClient *http.Client
 	// MaxContexts bounds the per-context caches (session refs,
-	// trajectories); 0 means 1024.
+	// trajectories, MCP sessions); 0 means 1024.
 	MaxContexts int
+	// MaxTasks bounds the A2A task store (least recently used tasks are
+	// forgotten); 0 means 10000.
+	MaxTasks int
 }
 
 // Server serves one agent. Create it with New; it is an http.Handler.
@@ -140,7 +143,11 @@ func New(card *Card, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("agentsdk: %w", err)
 	}
 	s.extensions = append(s.extensions, custom...)
-	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log))
+	maxTasks := s.opts.MaxTasks
+	if maxTasks <= 0 {
+		maxTasks = 10000
+	}
+	rh := a2asrv.NewHandler(executor{s}, a2asrv.WithLogger(s.log), a2asrv.WithTaskStore(newTaskStore(maxTasks)))
 	mux := http.NewServeMux()
 	rpc := s.rpcHandler(a2asrv.NewJSONRPCHandler(requestHandler{RequestHandler: rh, submitted: s.submitted}))
 	mux.Handle("POST "+rpcPath, rpc)
