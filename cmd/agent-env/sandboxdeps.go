@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -54,11 +55,7 @@ func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, erro
 		s.docker = dp
 		backends["local"], backends["docker"] = dp, dp
 	}
-	root := d.getenv("AGENT_ENV_PROCESS_SANDBOX_DIR")
-	if root == "" {
-		root = process.DefaultRoot()
-	}
-	s.proc = process.New(root, &process.Options{Logger: d.logger()})
+	s.proc = process.New(filepath.Join(d.sandboxRoot(), "process"), &process.Options{Logger: d.logger()})
 	backends["process"] = s.proc
 	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
 		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents}}

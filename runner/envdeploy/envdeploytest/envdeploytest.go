@@ -21,11 +21,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/runner/envdeploy"
 )
 
 // Binaries are the static binaries of the fixtures.
@@ -59,8 +61,18 @@ func Build(t testing.TB) Binaries {
 			binErr = err
 			return
 		}
-		binDir, binErr = os.MkdirTemp("", "envdeploytest-bin-")
-		if binErr != nil {
+		// One folder per test process; folders of finished processes
+		// (test binaries without a TestMain calling Cleanup) are removed
+		// here, so at most the last one outlives its run.
+		old, _ := filepath.Glob(filepath.Join(os.TempDir(), "envdeploytest-bin-*"))
+		for _, dir := range old {
+			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "envdeploytest-bin-"))
+			if err == nil && !envdeploy.OwnerAlive("pid:"+strconv.Itoa(pid)) {
+				_ = os.RemoveAll(dir)
+			}
+		}
+		binDir = filepath.Join(os.TempDir(), "envdeploytest-bin-"+strconv.Itoa(os.Getpid()))
+		if binErr = os.MkdirAll(binDir, 0o700); binErr != nil {
 			return
 		}
 		ctx := context.Background()

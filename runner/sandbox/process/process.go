@@ -45,11 +45,11 @@ type Provider struct {
 
 var _ envdeploy.Backend = (*Provider)(nil)
 
-// DefaultRoot is $AGENT_ENV_PROCESS_SANDBOX_DIR or
-// ~/.agent-env-sandboxes/process.
+// DefaultRoot is the "process" folder under the local sandbox root:
+// $AGENT_ENV_LOCAL_SANDBOX_DIR/process or ~/.agent-env-sandboxes/process.
 func DefaultRoot() string {
-	if d := os.Getenv("AGENT_ENV_PROCESS_SANDBOX_DIR"); d != "" {
-		return d
+	if d := os.Getenv("AGENT_ENV_LOCAL_SANDBOX_DIR"); d != "" {
+		return filepath.Join(d, "process")
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {

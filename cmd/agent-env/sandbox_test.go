@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
+	"github.com/agentenv/agentenv/runner/sandbox/docker"
+)
+
+// TestHelperCLI is not a test: the leak test re-executes the test binary
+// with AGENTENV_HELPER_ARGS to run the CLI in a child process it can
+// SIGKILL.
+func TestHelperCLI(t *testing.T) {
+	raw := os.Getenv("AGENTENV_HELPER_ARGS")
+	if raw == "" {
+		t.Skip("helper process only")
+	}
+	var args []string
+	if err := json.Unmarshal([]byte(raw), &args); err != nil {
+		os.Exit(3)
+	}
+	os.Exit(execute(context.Background(), args, defaultDeps()))
+}
+
+// dockerOrSkip returns a provider on the local engine; without one the
+// test is skipped, or fails under CI=true.
+func dockerOrSkip(t *testing.T) *docker.Provider {
+	t.Helper()
+	p, err := docker.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Check(ctx); err != nil {
+		p.Close()
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no Docker engine: %v", err)
+		}
+		t.Skipf("no Docker engine: %v", err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+var instanceIDRe = regexp.MustCompile(`Instance ID: ([0-9a-f]{32})`)
+
+func TestEnvCLIProcess(t *testing.T) {
+	bins := envdeploytest.Build(t)
+	c := newCLI(t)
+	if code, out, errb := c.run("env", "gateway", "put", "--binary", bins.Gateway); code != 0 {
+		t.Fatalf("gateway put: %s %s", out, errb)
+	}
+	code, out, errb := c.run("env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo")
+	if code != 0 || !strings.Contains(out, "Created MCPServerEnv: id=echo version=1 environment_name=echo env_provider_type=gateway") {
+		t.Fatalf("put: %d %s %s", code, out, errb)
+	}
+	code, out, errb = c.run("env", "deploy", "--id", "echo", "--sandbox", "process", "--ttl-seconds", "600")
+	m := instanceIDRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("deploy: %d %s %s", code, out, errb)
+	}
+	for _, want := range []string{"Sandbox backend: process\n", "Fetching env: id=echo version=latest...\n", "Found env: id=echo version=1 type=mcp_server\n",
+		"Deployed!\n", "Env MCP Url: http://127.0.0.1:", "Env Gateway Url: http://127.0.0.1:", "Expires At (UTC): "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("deploy output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := c.run("env", "get-instance", "--id", m[1]); code != 0 || !strings.Contains(out, `"status": "deployed"`) {
+		t.Errorf("get-instance: %d %s", code, out)
+	}
+	for range 2 {
+		if code, out, errb := c.run("env", "teardown", "--instance-id", m[1]); code != 0 || out != "Tore down "+m[1]+".\n" {
+			t.Errorf("teardown: %d %q %s", code, out, errb)
+		}
+	}
+	if code, _, errb := c.run("env", "teardown", "--instance-id", "0123"); code != 1 || !strings.Contains(errb, "Error: Env instance 0123 not found") {
+		t.Errorf("unknown instance: %d %s", code, errb)
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.sandboxDir, "process")); len(left) != 0 {
+		t.Errorf("process groups left: %v", left)
+	}
+}
+
+func TestEnvCLIBadInput(t *testing.T) {
+	c := newCLI(t)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"env", "mcp-server", "put", "--id", "x", "--dockerfile", "/nonexistent/Dockerfile"}, "--dockerfile /nonexistent/Dockerfile"},
+		{[]string{"env", "mcp-server", "put", "--id", "x"}, "give exactly one of --go-package"},
+		{[]string{"env", "mcp-server", "put", "--id", "x", "--binary", "/bin/true", "--environment-name", "Bad_Name"}, "environment_name"},
+		{[]string{"env", "deploy", "--id", "nope", "--sandbox", "process"}, "Env nope version=latest not found"},
+		{[]string{"env", "deploy", "--id", "nope", "--ttl-seconds", "5"}, "ttl_seconds"},
+		{[]string{"env", "multi", "put", "--id", "m", "--mcp-server", "ghost"}, "--mcp-server ghost"},
+		{[]string{"a2a-agent", "deploy", "--id", "nope"}, "not found"},
+	}
+	for _, tc := range cases {
+		code, out, errb := c.run(tc.args...)
+		if code != 1 || !strings.Contains(errb, tc.want) || strings.Count(strings.TrimSpace(errb), "\n") > 0 && !strings.Contains(errb, "build log") {
+			t.Errorf("%v: exit %d, stderr %q (want %q), stdout %q", tc.args, code, errb, tc.want, out)
+		}
+	}
+}
+
+func TestEnvCLIDockerBuildFailure(t *testing.T) {
+	dockerOrSkip(t)
+	c := newCLI(t)
+	dir := t.TempDir()
+	df := filepath.Join(dir, "Dockerfile")
+	if err := os.WriteFile(df, []byte("FROM scratch\nENV ENVIRONMENT_NAME=broken\nCOPY missing-file /x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errb := c.run("env", "mcp-server", "put", "--id", "broken", "--dockerfile", df)
+	if code != 1 || !strings.Contains(errb, "image build of") || !strings.Contains(errb, "missing-file") {
+		t.Errorf("build failure: %d %s", code, errb)
+	}
+}
+
+// TestEnvCLIDeployKilledThenPruned: a child process deploying an env is
+// killed with SIGKILL while it waits for the gateway; prune then leaves no
+// container or network of it.
+func TestEnvCLIDeployKilledThenPruned(t *testing.T) {
+	p := dockerOrSkip(t)
+	bins := envdeploytest.Build(t)
+	c := newCLI(t)
+	// A "gateway" that never lists its children keeps the deploy waiting
+	// for readiness, so the kill always lands mid-run.
+	for _, args := range [][]string{
+		{"env", "gateway", "put", "--id", "stuck", "--binary", bins.Echo},
+		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	} {
+		if code, out, errb := c.run(args...); code != 0 {
+			t.Fatalf("%v: %s %s", args, out, errb)
+		}
+	}
+	args, _ := json.Marshal([]string{"env", "deploy", "--id", "echo", "--sandbox", "local", "--gateway", "stuck"})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
+	cmd.Env = append(os.Environ(), "AGENTENV_HELPER_ARGS="+string(args))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	owner := "pid:" + strconv.Itoa(cmd.Process.Pid)
+	t.Cleanup(func() {
+		_, _ = p.Prune(context.Background(), func(l map[string]string) bool { return l[envdeploy.LabelOwner] == owner })
+	})
+	deadline := time.Now().Add(120 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		left, err := p.Labelled(context.Background(), envdeploy.LabelRole, "gateway")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, _ := p.Labelled(context.Background(), envdeploy.LabelOwner, owner)
+		if len(left) > 0 && len(mine) >= 3 { // network, server, gateway
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the child never got to the gateway: %v", mine)
+		}
+		<-tick.C
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	if mine, _ := p.Labelled(context.Background(), envdeploy.LabelOwner, owner); len(mine) == 0 {
+		t.Fatal("nothing was left to prune: the test proves nothing")
+	}
+	code, out, errb := c.run("sandbox", "prune")
+	if code != 0 || !strings.Contains(out, "Removed container") || !strings.Contains(out, "Removed network") {
+		t.Errorf("prune: %d %s %s", code, out, errb)
+	}
+	if mine, _ := p.Labelled(context.Background(), envdeploy.LabelOwner, owner); len(mine) != 0 {
+		t.Errorf("left after prune: %v", mine)
+	}
+}
