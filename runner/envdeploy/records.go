@@ -85,8 +85,8 @@ type Stores struct {
 	// RecordsAlso are more stores searched for instance records (the
 	// @local store beside the default one, runner.md §10.7).
 	RecordsAlso []registry.DocumentStore
-	Artifacts *artifact.Store
-	Images    registry.ImageStore
+	Artifacts   *artifact.Store
+	Images      registry.ImageStore
 }
 
 func (s Stores) getEnv(ctx context.Context, ref registry.Ref) (*Env, error) {
