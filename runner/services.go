@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
@@ -32,7 +33,10 @@ type Services struct {
 	// DefaultSandbox is the provider spec used when neither the step nor
 	// user_overrides names one; "" means "local".
 	DefaultSandbox string
-	Logger         *slog.Logger
+	// Deployer deploys envs and agents (deploy_env, deploy_agent); nil
+	// makes those steps fail with ErrNoStore.
+	Deployer *envdeploy.Deployer
+	Logger   *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
