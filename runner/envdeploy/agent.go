@@ -176,7 +176,7 @@ func (d *Deployer) waitAgent(ctx context.Context, g Group, u string) (json.RawMe
 				g.Logs(context.WithoutCancel(ctx), "agent", 15))
 		case <-t.C:
 		}
-		if delay < 500*time.Millisecond {
+		if delay < 100*time.Millisecond {
 			delay *= 2
 		}
 	}

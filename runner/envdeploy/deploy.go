@@ -412,7 +412,7 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 			return nil, fmt.Errorf("gateway not ready after %s at %s (%s); gateway log tail:\n%s", timeout, u, last, logs)
 		case <-t.C:
 		}
-		if delay < 500*time.Millisecond {
+		if delay < 100*time.Millisecond {
 			delay *= 2
 		}
 	}

@@ -74,7 +74,9 @@ func TestConformance(t *testing.T) {
 
 // removeTestImages removes every image the suites tagged under the
 // localhost:5000/agentenvtest-* repositories.
-func removeTestImages(t *testing.T, p *docker.Provider) {
+func removeTestImages(t *testing.T, p *docker.Provider) { removeTestImagesB(t, p) }
+
+func removeTestImagesB(t testing.TB, p *docker.Provider) {
 	ctx := context.Background()
 	list, err := p.Client().ImageList(ctx, client.ImageListOptions{})
 	if err != nil {
