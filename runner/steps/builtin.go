@@ -7,8 +7,12 @@ package steps
 import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
+	"github.com/agentenv/agentenv/runner/steps/deployagent"
+	"github.com/agentenv/agentenv/runner/steps/deployenv"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
+	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
+	"github.com/agentenv/agentenv/runner/steps/promptagent"
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
 	"github.com/agentenv/agentenv/runner/steps/verifysandbox"
@@ -23,5 +27,9 @@ func Builtin() *runner.StepRegistry {
 	r.Register(promptverifier.StepInfo())
 	r.Register(aggregateverifiers.StepInfo())
 	r.Register(teardownsandboxes.StepInfo())
+	r.Register(deployenv.StepInfo())
+	r.Register(deployagent.StepInfo())
+	r.Register(promptagent.StepInfo())
+	r.Register(envoutcomeverifier.StepInfo())
 	return r
 }

@@ -2,10 +2,11 @@
 // artifacts (file, file_artifact_universe) or of URLs into a sandbox of the
 // run (runner.md §7, §11).
 //
-// Phase 1 loads into sandboxes (sandbox_name, and the host sandbox of a
-// deployed agent or env by agent_name / env_id). Environment artifacts into
-// a running env (data/reset + data/add through the gateway) and
-// container_name targets come with the env and Docker steps.
+// It loads into sandboxes (sandbox_name, and the host sandbox of a
+// deployed agent or env by agent_name / env_id), and environment artifacts
+// and universes into a running env through each backing server's data
+// plane behind the gateway (env.go). container_name targets come with the
+// Docker steps.
 package loadartifact
 
 import (
@@ -227,6 +228,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	if c.ArtifactFromStepID != "" {
 		return fmt.Errorf("artifact_from_step_id: collected artifacts come with collect_artifacts, not in this build: %w", sandbox.ErrNotSupported)
+	}
+	if c.EnvID != "" && len(c.URLs) == 0 {
+		if handled, err := c.loadIntoEnv(ctx, rc); handled || err != nil {
+			return err
+		}
 	}
 	sb, dest, err := c.target(ctx, rc)
 	if err != nil {

@@ -1,0 +1,43 @@
+package gwclient
+
+import (
+	"fmt"
+
+	"github.com/agentenv/agentenv/runner"
+)
+
+// Env is a deployed env as the env steps use it.
+type Env struct {
+	EnvID   string
+	Entry   map[string]any // the deployed_envs[] entry
+	Gateway *Client
+	// Servers are the backing servers' environment names.
+	Servers []string
+}
+
+// ForEnv resolves env_id (and env_step_id) in the run context to its
+// gateway; an env without a gateway_url is refused.
+func ForEnv(rc *runner.RunContext, envID, envStepID string) (*Env, error) {
+	e, err := rc.EnvEntry(envID, envStepID)
+	if err != nil {
+		return nil, fmt.Errorf("env_id: %w", err)
+	}
+	gw, _ := e["gateway_url"].(string)
+	if gw == "" {
+		return nil, fmt.Errorf("env_id %q: the deployed env has no gateway_url", envID)
+	}
+	out := &Env{EnvID: envID, Entry: e, Gateway: New(gw, nil)}
+	if list, ok := e["mcp_servers"].([]any); ok {
+		for _, s := range list {
+			if n, _ := s.(string); n != "" {
+				out.Servers = append(out.Servers, n)
+			}
+		}
+	}
+	if len(out.Servers) == 0 {
+		if n, _ := e["environment_name"].(string); n != "" {
+			out.Servers = []string{n}
+		}
+	}
+	return out, nil
+}

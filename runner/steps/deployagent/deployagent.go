@@ -1,0 +1,311 @@
+// Package deployagent is the deploy_agent step: start a registered A2A
+// agent through the run's envdeploy.Deployer, then configure it in the
+// order of agent-protocol.md §8: one mcp-config add per bound env (the
+// env's MCP URL as the agent reaches it), skill-config adds, agent-config
+// {system_prompt}, then agent-config {name, description, role} filtered
+// to what the card supports. The agent is recorded in deployed_agents[]
+// and held among the run's sandboxes for teardown.
+package deployagent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/a2aclient"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+// Type is the step type name.
+const Type = "deploy_agent"
+
+// DefaultAgentID is the agent id when nothing names one.
+const DefaultAgentID = "a2a-default"
+
+// StepInfo registers the step.
+func StepInfo() runner.StepInfo {
+	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
+}
+
+// Skill is one inline skill.
+type Skill struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	SkillMD     string `json:"skill_md,omitempty"`
+	Content     string `json:"content,omitempty"`
+}
+
+// Config is the step's fields (runner.md §7).
+type Config struct {
+	A2AAgentID       string            `json:"a2a_agent_id,omitempty"`
+	A2AAgentVersion  int               `json:"a2a_agent_version,omitempty"`
+	EnvIDs           []string          `json:"env_ids,omitempty"`
+	EnvStepID        string            `json:"env_step_id,omitempty"`
+	AgentName        string            `json:"agent_name,omitempty"`
+	AgentDescription string            `json:"agent_description,omitempty"`
+	EnvVars          map[string]string `json:"env_vars,omitempty"`
+	Skills           []Skill           `json:"skills,omitempty"`
+	SystemPrompt     string            `json:"system_prompt,omitempty"`
+	DiskSizeGB       *float64          `json:"disk_size_gb,omitempty"`
+	LiteLLMBaseURL   string            `json:"litellm_base_url,omitempty"`
+	SandboxType      string            `json:"sandbox_type,omitempty"`
+	TTLSeconds       *int              `json:"ttl_seconds,omitempty"`
+	CPU              *float64          `json:"cpu,omitempty"`
+	MemoryMB         *int              `json:"memory_mb,omitempty"`
+	Priority         *int              `json:"priority,omitempty"`
+	NetworkPolicy    map[string]any    `json:"network_policy,omitempty"`
+	Role             string            `json:"role,omitempty"`
+	SandboxName      string            `json:"sandbox_name,omitempty"`
+	// AgentConfig (ours) is sent through agent-config after the identity
+	// fields: agent-specific settings such as a scripted agent's script.
+	AgentConfig map[string]any `json:"agent_config,omitempty"`
+}
+
+var (
+	_ runner.Step         = (*Config)(nil)
+	_ runner.Validator    = (*Config)(nil)
+	_ runner.EntityRefser = (*Config)(nil)
+)
+
+// EntityRefs implements runner.EntityRefser.
+func (c *Config) EntityRefs() []runner.EntityRef {
+	return []runner.EntityRef{{Field: "a2a_agent_id", Collection: string(registry.A2AAgents), VersionField: "a2a_agent_version"}}
+}
+
+// Validate implements runner.Validator.
+func (c *Config) Validate() error {
+	if c.TTLSeconds != nil && (*c.TTLSeconds < 60 || *c.TTLSeconds > 1209600) {
+		return runner.Invalid("ttl_seconds", "must be between 60 and 1209600")
+	}
+	for i, s := range c.Skills {
+		if s.Name == "" || s.Description == "" || (s.SkillMD == "" && s.Content == "") {
+			return runner.Invalid("skills", "skills[%d] needs name, description and skill_md (or content)", i)
+		}
+	}
+	seen := map[string]bool{}
+	for _, e := range c.EnvIDs {
+		if e == "" || seen[e] {
+			return runner.Invalid("env_ids", "env ids must be non-empty and unique, got %q", e)
+		}
+		seen[e] = true
+	}
+	if c.SandboxName != "" {
+		return runner.Invalid("sandbox_name", "placing an agent on a VM sandbox is not supported by this build")
+	}
+	return nil
+}
+
+// Run implements runner.Step.
+func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
+	d := rc.Services().Deployer
+	if d == nil {
+		return fmt.Errorf("deploy_agent: no agent deployer configured: %w", runner.ErrNoStore)
+	}
+	name := c.AgentName
+	if name == "" {
+		name = runner.DefaultAgentName
+	}
+	if _, err := rc.Agent(name); err == nil {
+		return fmt.Errorf("agent_name %q: %w", name, runner.ErrDuplicateName)
+	}
+	agentID := rc.UserOverride("a2a_agent_id")
+	version := 0
+	if agentID == "" {
+		agentID, version = c.A2AAgentID, c.A2AAgentVersion
+	}
+	if agentID == "" {
+		agentID = DefaultAgentID
+	}
+	type boundEnv struct {
+		id, instance, name string
+	}
+	var envs []boundEnv
+	var instances []string
+	for _, id := range c.EnvIDs {
+		e, err := rc.EnvEntry(id, c.EnvStepID)
+		if err != nil {
+			return fmt.Errorf("env_ids: %w", err)
+		}
+		inst, _ := e["instance_id"].(string)
+		name, _ := e["environment_name"].(string)
+		envs = append(envs, boundEnv{id: id, instance: inst, name: name})
+		instances = append(instances, inst)
+	}
+	spec := rc.UserOverride("agent_sandbox")
+	if spec == "" {
+		spec = rc.UserOverride("sandbox")
+	}
+	if spec == "" {
+		spec = c.SandboxType
+	}
+	ttl := 7200 * time.Second
+	if c.TTLSeconds != nil {
+		ttl = time.Duration(*c.TTLSeconds) * time.Second
+	}
+	baseURL := c.LiteLLMBaseURL
+	if v := rc.UserOverride("litellm_base_url"); v != "" {
+		baseURL = v
+	}
+	if baseURL == "" {
+		baseURL = os.Getenv("LITELLM_BASE_URL")
+	}
+	apiKey := rc.UserOverride("litellm_api_key")
+	if apiKey == "" {
+		apiKey = os.Getenv("LITELLM_API_KEY")
+	}
+	ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID, Version: version},
+		EnvInstances: instances, Sandbox: spec, TTL: ttl, EnvVars: c.EnvVars, ModelBaseURL: baseURL, ModelAPIKey: apiKey})
+	if err != nil {
+		return fmt.Errorf("deploy agent %q (%s): %w", name, agentID, err)
+	}
+	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: ai.SandboxID, SandboxType: ai.SandboxType, Kind: "agent",
+		InstanceID: ai.InstanceID, TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
+	fail := func(err error) error {
+		_ = d.TeardownAgent(context.WithoutCancel(ctx), ai.InstanceID)
+		return fmt.Errorf("deploy agent %q: %w", name, err)
+	}
+	ac := a2aclient.New(ai.APIURL, &http.Client{Timeout: 180 * time.Second})
+	card, err := ac.Card(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	// 3. mcp-config add per env; the name only when the agent accepts one.
+	sendName := acceptsName(card)
+	for _, e := range envs {
+		body := map[string]any{"url": ai.EnvMCPURLs[e.instance]}
+		if sendName && e.name != "" {
+			body["name"] = e.name
+		}
+		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentMCPConfigPath, body); err != nil {
+			return fail(fmt.Errorf("mcp-config add for env %s: %w", e.id, err))
+		}
+	}
+	// 4. skills.
+	for _, s := range c.Skills {
+		md := s.SkillMD
+		if md == "" {
+			md = s.Content
+		}
+		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentSkillConfigPath,
+			map[string]any{"name": s.Name, "description": s.Description, "skill_md": md}); err != nil {
+			return fail(fmt.Errorf("skill-config add %s: %w", s.Name, err))
+		}
+	}
+	supported := a2aclient.Supported(card)
+	// 5. system prompt (seed-substituted by the engine already).
+	if c.SystemPrompt != "" && slices.Contains(supported, "system_prompt") {
+		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentConfigPath, map[string]any{"system_prompt": c.SystemPrompt}); err != nil {
+			return fail(fmt.Errorf("agent-config system_prompt: %w", err))
+		}
+	}
+	// 6. identity, filtered to supported.
+	ident := map[string]any{"name": name}
+	if c.AgentDescription != "" {
+		ident["description"] = c.AgentDescription
+	}
+	if c.Role != "" {
+		ident["role"] = c.Role
+	}
+	for k := range ident {
+		if !slices.Contains(supported, k) {
+			delete(ident, k)
+		}
+	}
+	if len(ident) > 0 {
+		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentConfigPath, ident); err != nil {
+			return fail(fmt.Errorf("agent-config identity: %w", err))
+		}
+	}
+	if len(c.AgentConfig) > 0 {
+		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentConfigPath, c.AgentConfig); err != nil {
+			return fail(fmt.Errorf("agent-config agent_config: %w", err))
+		}
+	}
+	if card2, err := ac.Card(ctx); err == nil {
+		card = card2 // name/description rewrite the live card
+	}
+	var cardv any
+	_ = json.Unmarshal(card, &cardv)
+	np := c.NetworkPolicy
+	if np == nil {
+		np = map[string]any{"mode": "allow_all"}
+	}
+	entry := map[string]any{"agent_name": name, "api_url": ai.APIURL, "sandbox_id": ai.SandboxID, "sandbox_type": ai.SandboxType,
+		"a2a_url": ai.A2AURL, "a2a_card": cardv, "instance_id": ai.InstanceID, "role": nilIfEmpty(c.Role),
+		"network_policy": np, "on_host": false, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,
+		"env_ids": c.EnvIDs, "deploy_step_id": rc.StepID()}
+	if err := rc.AddAgentEntry(entry); err != nil {
+		return fail(err)
+	}
+	rc.Logger().Info("agent deployed", "agent_name", name, "a2a_agent_id", ai.AgentID, "api_url", ai.APIURL)
+	return nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// acceptsName reports whether mcp-config add lists name among its fields.
+func acceptsName(card json.RawMessage) bool {
+	params := a2aclient.ExtensionParams(card, protocol.URIMCPConfig)
+	var p struct {
+		Methods map[string]struct {
+			Request struct {
+				Required []string `json:"required"`
+				Optional []string `json:"optional"`
+			} `json:"request"`
+		} `json:"methods"`
+	}
+	if params == nil || json.Unmarshal(params, &p) != nil {
+		return false
+	}
+	r := p.Methods["add"].Request
+	return slices.Contains(r.Optional, "name") || slices.Contains(r.Required, "name")
+}
+
+// configure calls an extension, retrying 404 and connection errors up to
+// 10 times (2 s → 15 s backoff, agent-protocol.md §7.2).
+func configure(ctx context.Context, ac *a2aclient.Client, method, path string, body any) ([]byte, error) {
+	delay := 2 * time.Second
+	var last error
+	for attempt := 0; attempt < 10; attempt++ {
+		b, err := ac.ExtOK(ctx, method, path, body)
+		if err == nil {
+			return b, nil
+		}
+		last = err
+		var he *a2aclient.HTTPError
+		retry := strings.Contains(err.Error(), a2aclient.ErrUnreachable.Error()) || (asHTTP(err, &he) && he.Status == http.StatusNotFound)
+		if !retry {
+			return nil, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(delay*2, 15*time.Second)
+	}
+	return nil, last
+}
+
+func asHTTP(err error, he **a2aclient.HTTPError) bool {
+	e, ok := err.(*a2aclient.HTTPError)
+	if ok {
+		*he = e
+	}
+	return ok
+}

@@ -1,0 +1,239 @@
+// Package envoutcomeverifier is the env_outcome_verifier step: grade a
+// deployed env's end state with no model. Each check reads a value — a
+// tool called through the gateway's /step, or a backing server's data/get
+// export — extracts a field and applies a predicate, with the same
+// expressions gateway triggers use (gateway.md §9.2, §9.4). Rows go to
+// metadata.verifications[verifier_id] (runner.md §5).
+//
+// The reference runs a verifier program (file_artifact_id); this build
+// grades declaratively and refuses file_artifact_id until program
+// verifiers land.
+package envoutcomeverifier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/gwclient"
+)
+
+// Type is the step type name.
+const Type = "env_outcome_verifier"
+
+// StepInfo registers the step.
+func StepInfo() runner.StepInfo {
+	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
+}
+
+// Check is one graded probe.
+type Check struct {
+	ID        string          `json:"id"`
+	Criterion string          `json:"criterion,omitempty"`
+	Weight    *float64        `json:"weight,omitempty"`
+	Tool      string          `json:"tool,omitempty"` // call this tool ...
+	Args      map[string]any  `json:"args,omitempty"`
+	Role      string          `json:"role,omitempty"` // as this role (default: the runner's own)
+	Data      string          `json:"data,omitempty"` // ... or read this server's data/get
+	Extract   *Extract        `json:"extract,omitempty"`
+	Predicate *Predicate      `json:"predicate"`
+	Extra     json.RawMessage `json:"-"`
+}
+
+// Config is the step's fields.
+type Config struct {
+	EnvID               string            `json:"env_id"`
+	EnvStepID           string            `json:"env_step_id,omitempty"`
+	FileArtifactID      string            `json:"file_artifact_id,omitempty"`
+	FileArtifactVersion int               `json:"file_artifact_version,omitempty"`
+	Checks              []Check           `json:"checks,omitempty"`
+	ScoreAggregator     runner.Aggregator `json:"score_aggregator,omitempty"`
+	VerifierID          string            `json:"verifier_id,omitempty"`
+	// PromptID (ours), when set, makes the verifier score 0 when that
+	// prompt has no response or its response carries an error.
+	PromptID string `json:"prompt_id,omitempty"`
+}
+
+var (
+	_ runner.Step      = (*Config)(nil)
+	_ runner.Validator = (*Config)(nil)
+)
+
+// Validate implements runner.Validator.
+func (c *Config) Validate() error {
+	if c.EnvID == "" {
+		return runner.Required("env_id")
+	}
+	if c.FileArtifactID != "" {
+		return runner.Invalid("file_artifact_id", "verifier programs are not supported by this build; give checks[]")
+	}
+	if len(c.Checks) == 0 {
+		return runner.Required("checks")
+	}
+	seen := map[string]bool{}
+	for i := range c.Checks {
+		ck := &c.Checks[i]
+		where := fmt.Sprintf("checks[%d]", i)
+		if ck.ID == "" {
+			ck.ID = fmt.Sprintf("check_%d", i)
+		}
+		if seen[ck.ID] {
+			return runner.Invalid("checks", "%s: duplicate id %q", where, ck.ID)
+		}
+		seen[ck.ID] = true
+		if (ck.Tool == "") == (ck.Data == "") {
+			return runner.Invalid("checks", "%s: give exactly one of tool or data", where)
+		}
+		if ck.Predicate == nil {
+			return runner.Invalid("checks", "%s.predicate: required", where)
+		}
+		if err := ck.Predicate.compile(where + ".predicate"); err != nil {
+			return runner.Invalid("checks", "%v", err)
+		}
+		if ck.Extract != nil {
+			if err := ck.Extract.compile(where + ".extract"); err != nil {
+				return runner.Invalid("checks", "%v", err)
+			}
+		}
+	}
+	return nil
+}
+
+// Run implements runner.Step.
+func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
+	id := c.VerifierID
+	if id == "" {
+		id = runner.RandomHex(8)
+	}
+	agg := c.ScoreAggregator
+	if agg == "" {
+		agg = runner.AllPass
+	}
+	if c.PromptID != "" {
+		pr, err := rc.PromptResponse(c.PromptID)
+		if err != nil {
+			rc.SetVerification(id, runner.Verification{Score: 0, Results: []runner.Row{{"id": "missing_prompt",
+				"result": false, "score": 0.0, "message": fmt.Sprintf("no response for prompt_id %q: %v", c.PromptID, err)}}})
+			return nil
+		}
+		if pr.ErrorType != "" {
+			rc.SetVerification(id, runner.PromptErrorVerification(pr))
+			return nil
+		}
+	}
+	env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
+	if err != nil {
+		return err
+	}
+	exports := map[string]any{}
+	rows := make([]runner.Row, 0, len(c.Checks))
+	for i, ck := range c.Checks {
+		v, why := c.value(ctx, env, ck, exports)
+		row := runner.Row{"id": ck.ID, "criterion_index": i}
+		if ck.Criterion != "" {
+			row["criterion"] = ck.Criterion
+		}
+		if ck.Weight != nil {
+			row["weight"] = *ck.Weight
+		}
+		ok := why == "" && ck.Predicate.Eval(v)
+		row["result"], row["score"] = ok, b2f(ok)
+		switch {
+		case why != "":
+			row["justification"] = why
+		case ok:
+			row["justification"] = "predicate holds for " + short(v)
+		default:
+			row["justification"] = "predicate fails for " + short(v)
+		}
+		rows = append(rows, row)
+	}
+	rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), Results: rows})
+	return nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func short(v any) string {
+	s := asText(v)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+// value reads a check's value; why is non-empty when it could not.
+func (c *Config) value(ctx context.Context, env *gwclient.Env, ck Check, exports map[string]any) (any, string) {
+	var data any
+	if ck.Tool != "" {
+		role := ck.Role
+		if role == "" {
+			role = gwclient.VerifierRole
+		}
+		res, err := env.Gateway.CallTool(ctx, role, ck.Tool, ck.Args)
+		if err != nil {
+			return nil, fmt.Sprintf("tool %s: %v", ck.Tool, err)
+		}
+		if res.IsError {
+			return nil, fmt.Sprintf("tool %s returned an error: %s", ck.Tool, res.Text())
+		}
+		text := res.Text()
+		if v, err := decodeJSON([]byte(text)); err == nil {
+			data = v
+		} else {
+			data = text
+		}
+	} else {
+		d, ok := exports[ck.Data]
+		if !ok {
+			v, err := export(ctx, env, ck.Data)
+			if err != nil {
+				return nil, err.Error()
+			}
+			exports[ck.Data], d = v, v
+		}
+		data = d
+	}
+	if ck.Extract != nil {
+		return ck.Extract.Apply(data), ""
+	}
+	return data, ""
+}
+
+// export reads server's data/get and decodes its first JSON part.
+func export(ctx context.Context, env *gwclient.Env, server string) (any, error) {
+	known := false
+	for _, s := range env.Servers {
+		known = known || s == server
+	}
+	if !known {
+		return nil, fmt.Errorf("env %s has no server %q (have: %s)", env.EnvID, server, strings.Join(env.Servers, ", "))
+	}
+	parts, err := env.Gateway.Server(server).GetData(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("data/get on %s: %v", server, err)
+	}
+	for _, p := range parts {
+		var raw []byte
+		switch {
+		case p.Kind == protocol.PartKindData:
+			raw = p.Data
+		case p.Kind == protocol.PartKindFile && p.File != nil && p.File.Bytes != nil:
+			raw = p.File.Bytes
+		default:
+			continue
+		}
+		if v, err := decodeJSON(raw); err == nil {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("data/get on %s returned no JSON part", server)
+}
