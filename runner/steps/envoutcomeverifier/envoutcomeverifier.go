@@ -5,14 +5,12 @@
 // expressions gateway triggers use (gateway.md §9.2, §9.4). Rows go to
 // metadata.verifications[verifier_id] (runner.md §5).
 //
-// The reference runs a verifier program (file_artifact_id); this build
-// grades declaratively and refuses file_artifact_id until program
-// verifiers land.
+// file_artifact_id instead runs a verifier program (program.go), as the
+// reference does with its in-process verify(mcp_url).
 package envoutcomeverifier
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -31,16 +29,15 @@ func StepInfo() runner.StepInfo {
 
 // Check is one graded probe.
 type Check struct {
-	ID        string          `json:"id"`
-	Criterion string          `json:"criterion,omitempty"`
-	Weight    *float64        `json:"weight,omitempty"`
-	Tool      string          `json:"tool,omitempty"` // call this tool ...
-	Args      map[string]any  `json:"args,omitempty"`
-	Role      string          `json:"role,omitempty"` // as this role (default: the runner's own)
-	Data      string          `json:"data,omitempty"` // ... or read this server's data/get
-	Extract   *Extract        `json:"extract,omitempty"`
-	Predicate *Predicate      `json:"predicate"`
-	Extra     json.RawMessage `json:"-"`
+	ID        string         `json:"id"`
+	Criterion string         `json:"criterion,omitempty"`
+	Weight    *float64       `json:"weight,omitempty"`
+	Tool      string         `json:"tool,omitempty"` // call this tool ...
+	Args      map[string]any `json:"args,omitempty"`
+	Role      string         `json:"role,omitempty"` // as this role (default: the runner's own)
+	Data      string         `json:"data,omitempty"` // ... or read this server's data/get
+	Extract   *Extract       `json:"extract,omitempty"`
+	Predicate *Predicate     `json:"predicate"`
 }
 
 // Config is the step's fields.
@@ -67,11 +64,8 @@ func (c *Config) Validate() error {
 	if c.EnvID == "" {
 		return runner.Required("env_id")
 	}
-	if c.FileArtifactID != "" {
-		return runner.Invalid("file_artifact_id", "verifier programs are not supported by this build; give checks[]")
-	}
-	if len(c.Checks) == 0 {
-		return runner.Required("checks")
+	if (c.FileArtifactID == "") == (len(c.Checks) == 0) {
+		return runner.Invalid("checks", "give exactly one of file_artifact_id or checks[]")
 	}
 	seen := map[string]bool{}
 	for i := range c.Checks {
@@ -127,6 +121,15 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
 	if err != nil {
 		return err
+	}
+	if c.FileArtifactID != "" {
+		mcpURL, _ := env.Entry["mcp_url"].(string)
+		rows, err := c.runProgram(ctx, rc, mcpURL)
+		if err != nil {
+			return err
+		}
+		rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), Results: rows})
+		return nil
 	}
 	exports := map[string]any{}
 	rows := make([]runner.Row, 0, len(c.Checks))
