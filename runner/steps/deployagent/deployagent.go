@@ -161,15 +161,26 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if apiKey == "" {
 		apiKey = os.Getenv("LITELLM_API_KEY")
 	}
-	ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID, Version: version},
-		EnvInstances: instances, Sandbox: spec, TTL: ttl, EnvVars: c.EnvVars, ModelBaseURL: baseURL, ModelAPIKey: apiKey})
-	if err != nil {
-		return fmt.Errorf("deploy agent %q (%s): %w", name, agentID, err)
+	// An episode plays this agent itself: register its in-process endpoint
+	// instead of deploying a sandbox (runner/episode_override.go).
+	hosted, isHosted := runner.HostedAgentFor(ctx, name)
+	var ai *envdeploy.AgentInstance
+	if isHosted {
+		ai = runner.HostedAgentInstance(rc, hosted, instances)
+	} else {
+		var err error
+		ai, err = d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID, Version: version},
+			EnvInstances: instances, Sandbox: spec, TTL: ttl, EnvVars: c.EnvVars, ModelBaseURL: baseURL, ModelAPIKey: apiKey})
+		if err != nil {
+			return fmt.Errorf("deploy agent %q (%s): %w", name, agentID, err)
+		}
+		rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: ai.SandboxID, SandboxType: ai.SandboxType, Kind: "agent",
+			InstanceID: ai.InstanceID, TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
 	}
-	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: ai.SandboxID, SandboxType: ai.SandboxType, Kind: "agent",
-		InstanceID: ai.InstanceID, TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
 	fail := func(err error) error {
-		_ = d.TeardownAgent(context.WithoutCancel(ctx), ai.InstanceID)
+		if !isHosted {
+			_ = d.TeardownAgent(context.WithoutCancel(ctx), ai.InstanceID)
+		}
 		return fmt.Errorf("deploy agent %q: %w", name, err)
 	}
 	ac := a2aclient.New(ai.APIURL, &http.Client{Timeout: 180 * time.Second})
@@ -224,7 +235,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 			return fail(fmt.Errorf("agent-config identity: %w", err))
 		}
 	}
-	if len(c.AgentConfig) > 0 {
+	if len(c.AgentConfig) > 0 && !isHosted { // settings of the real agent, not of the player
 		if _, err := configure(ctx, ac, http.MethodPost, protocol.AgentConfigPath, c.AgentConfig); err != nil {
 			return fail(fmt.Errorf("agent-config agent_config: %w", err))
 		}
@@ -240,7 +251,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	entry := map[string]any{"agent_name": name, "api_url": ai.APIURL, "sandbox_id": ai.SandboxID, "sandbox_type": ai.SandboxType,
 		"a2a_url": ai.A2AURL, "a2a_card": cardv, "instance_id": ai.InstanceID, "role": nilIfEmpty(c.Role),
-		"network_policy": np, "on_host": false, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,
+		"network_policy": np, "on_host": isHosted, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,
 		"env_ids": c.EnvIDs, "deploy_step_id": rc.StepID()}
 	if err := rc.AddAgentEntry(entry); err != nil {
 		return fail(err)
