@@ -272,7 +272,14 @@ func TestChildRestartIsRediscovered(t *testing.T) {
 	c.hs.Close()
 	c2 := startChild(t, "items", &childOpts{addr: addr})
 	c2.srv.AddTools(c2.echoTool("items_v2"))
+	// The first call may land on a keep-alive connection the old child
+	// closed; if the bytes were written, the gateway must not retry it
+	// (the call may have run), so allow one tool error before success.
 	out := a.call(t, "items_echo", map[string]any{"again": true})
+	if out.IsError {
+		t.Logf("first call after the restart: %s", out.text())
+		out = a.call(t, "items_echo", map[string]any{"again": true})
+	}
 	if out.IsError {
 		t.Fatalf("call after restart: %s", out.text())
 	}

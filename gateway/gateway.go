@@ -300,6 +300,17 @@ func (g *Gateway) Close() error {
 		if g.pg != nil {
 			g.pg.close()
 		}
+		// Idle keep-alive connections would otherwise linger on the
+		// upstreams (a server's graceful shutdown waits for them).
+		if g.opts.HTTPClient == nil {
+			g.httpc.CloseIdleConnections()
+		}
+		for _, p := range g.proxies {
+			p.closeIdle()
+		}
+		for _, p := range g.websites {
+			p.closeIdle()
+		}
 	})
 	return nil
 }

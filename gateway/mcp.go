@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -49,8 +50,11 @@ type inSession struct {
 	// role is the role of the session's latest request.
 	role string
 	// view is a hash of the tool list the session's role last saw, to send
-	// list_changed only when it changes.
-	view uint64
+	// list_changed only when it changes; listed records that the session
+	// listed tools at least once.
+	view    uint64
+	listed  bool
+	created time.Time
 }
 
 // sessionTable implements mcp-go's SessionIdManager with 32-hex ids.
@@ -66,7 +70,7 @@ func (t *sessionTable) Generate() string {
 	_, _ = rand.Read(b[:])
 	key := hex.EncodeToString(b[:])
 	t.mu.Lock()
-	t.m[key] = &inSession{key: key, role: protocol.DefaultRole}
+	t.m[key] = &inSession{key: key, role: protocol.DefaultRole, created: time.Now()}
 	t.mu.Unlock()
 	return key
 }
@@ -113,10 +117,14 @@ func newMCPFront(g *Gateway) *mcpFront {
 		if is := f.sessions.get(s.SessionID()); is != nil {
 			role, _ := ctx.Value(roleCtxKey{}).(string)
 			is.mu.Lock()
-			if role != "" {
+			if role != "" && !is.listed {
 				is.role = role
 			}
-			is.view = f.viewHash(is.role)
+			if !is.listed {
+				// The view a fresh session starts from; a tools/list that
+				// already ran (the client can be ahead of this hook) wins.
+				is.view = f.viewHash(is.role)
+			}
 			is.mu.Unlock()
 		}
 		// A new session retries a discovery that has not succeeded yet (§2 step 5).
@@ -287,6 +295,7 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []b
 		result = f.listResult(role)
 		sess.mu.Lock()
 		sess.view = f.viewHash(role)
+		sess.listed = true
 		sess.mu.Unlock()
 	case string(mcp.MethodToolsCall):
 		var p struct {
@@ -357,16 +366,59 @@ func (f *mcpFront) notifyChanged() {
 	for _, s := range f.sessions.all() {
 		s.mu.Lock()
 		role := s.role
+		s.mu.Unlock()
 		h, ok := hashes[role]
 		if !ok {
 			h = f.viewHash(role)
 			hashes[role] = h
 		}
-		changed := s.view != h
-		s.view = h
+		// Only a young session can be ahead of its registration; older
+		// ones that cannot take notifications never initialized.
+		if !f.notifyOne(s, h) && time.Since(s.created) < 10*time.Second {
+			go f.retryNotify(s)
+		}
+	}
+}
+
+// notifyOne notifies s if its view differs from h; it reports false when
+// the notification could not be delivered yet (mcp-go registers a session
+// only after the initialize answer is written, so a fast client can be
+// ahead of its registration).
+func (f *mcpFront) notifyOne(s *inSession, h uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.view == h {
+		return true
+	}
+	if err := f.srv.SendNotificationToSpecificClient(s.key, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
+		return errors.Is(err, server.ErrNotificationChannelBlocked) // blocked: drop, nothing better to do
+	}
+	s.view = h
+	return true
+}
+
+// retryNotify retries a notification that could not be delivered, for up
+// to 5 s, while the session exists.
+func (f *mcpFront) retryNotify(s *inSession) {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(5 * time.Second)
+	for {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return
+		case <-f.g.life.Done():
+			return
+		}
+		if f.sessions.get(s.key) == nil {
+			return
+		}
+		s.mu.Lock()
+		role := s.role
 		s.mu.Unlock()
-		if changed {
-			_ = f.srv.SendNotificationToSpecificClient(s.key, string(mcp.MethodNotificationToolsListChanged), nil)
+		if f.notifyOne(s, f.viewHash(role)) {
+			return
 		}
 	}
 }

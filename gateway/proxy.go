@@ -66,6 +66,13 @@ func newUpstreamProxy(u Upstream, log *slog.Logger) *upstreamProxy {
 	return p
 }
 
+// closeIdle drops the upstream's idle keep-alive connections.
+func (p *upstreamProxy) closeIdle() {
+	if tr, ok := p.proxy.Transport.(*http.Transport); ok {
+		tr.CloseIdleConnections()
+	}
+}
+
 func (p *upstreamProxy) rewrite(pr *httputil.ProxyRequest) {
 	t := pr.In.Context().Value(proxyCtxKey{}).(*proxyTarget)
 	out := pr.Out
