@@ -1,0 +1,154 @@
+// Package envsteptest is the fixture of the env and agent step tests: it
+// builds the email env, the gateway and the scripted agent once per test
+// binary, registers them in fresh stores and returns runner Services whose
+// Deployer runs them as local processes (the process sandbox).
+package envsteptest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/registry/fsobject"
+	"github.com/agentenv/agentenv/registry/localimage"
+	"github.com/agentenv/agentenv/registry/sqlite"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/sandbox/process"
+	"github.com/agentenv/agentenv/runner/steps"
+)
+
+// Binaries are the built fixtures.
+type Binaries struct{ Email, Gateway, Agent string }
+
+var (
+	once   sync.Once
+	bins   Binaries
+	errB   error
+	binDir string
+)
+
+// Build compiles the fixtures once per test binary.
+func Build(t testing.TB) Binaries {
+	t.Helper()
+	once.Do(func() {
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			errB = err
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		binDir, errB = os.MkdirTemp("", "envsteptest-bin-")
+		if errB != nil {
+			return
+		}
+		o := &imagebuild.GoOptions{Dir: root}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		build := func(dst *string, pkg string) {
+			defer wg.Done()
+			p, err := imagebuild.BuildGo(context.Background(), pkg, binDir, o)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && errB == nil {
+				errB = err
+			}
+			*dst = p
+		}
+		wg.Add(3)
+		go build(&bins.Email, "./examples/envs/email/cmd/email-env")
+		go build(&bins.Gateway, "./cmd/agentenv-gateway")
+		go build(&bins.Agent, "./examples/agents/scripted")
+		wg.Wait()
+	})
+	if errB != nil {
+		t.Fatalf("envsteptest: build: %v", errB)
+	}
+	return bins
+}
+
+// Cleanup removes the built binaries (call from TestMain).
+func Cleanup() {
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+}
+
+// Fixture is a runner with the built-in steps and Services over fresh
+// stores holding env "email" (environment_name email), the default gateway
+// and agent "scripted".
+type Fixture struct {
+	Runner   *runner.Runner
+	Services *runner.Services
+	Putter   *envdeploy.Putter
+}
+
+// New builds the fixture.
+func New(t *testing.T) *Fixture {
+	t.Helper()
+	b := Build(t)
+	dir := t.TempDir()
+	ctx := context.Background()
+	docs, err := sqlite.Open(ctx, filepath.Join(dir, "documents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { docs.Close() })
+	objs, err := fsobject.New(filepath.Join(dir, "objects"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	arts := artifact.New(docs, objs, nil)
+	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(objs, nil)}
+	put := &envdeploy.Putter{Stores: st, TempDir: t.TempDir()}
+	if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, envdeploy.ImageInput{Binary: b.Gateway}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "email", EnvironmentName: "email",
+		Image: envdeploy.ImageInput{Binary: b.Email}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put.PutAgent(ctx, envdeploy.AgentInput{ID: "scripted", Image: envdeploy.ImageInput{Binary: b.Agent}}); err != nil {
+		t.Fatal(err)
+	}
+	pb := process.New(filepath.Join(dir, "proc"), nil)
+	t.Cleanup(func() { _ = pb.Close() })
+	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"process": pb}, DefaultSandbox: "process",
+		AgentSandbox: "process", ReadyTimeout: 60 * time.Second}
+	return &Fixture{
+		Runner:   runner.New(&runner.Options{Steps: steps.Builtin()}),
+		Services: &runner.Services{Documents: docs, Objects: objs, Artifacts: arts, Deployer: dep},
+		Putter:   put,
+	}
+}
+
+// Run parses and runs a task; everything is torn down at cleanup.
+func (f *Fixture) Run(t *testing.T, js string, initial map[string]any) (*runner.RunContext, *runner.Result, error) {
+	t.Helper()
+	task, err := f.Runner.ParseTask("t", 1, []byte(js))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	rc := runner.NewRunContext(initial, f.Services)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	res, err := f.Runner.Run(ctx, task, rc, nil)
+	t.Cleanup(func() { _, _ = f.Runner.TeardownRun(context.Background(), rc, 0) })
+	return rc, res, err
+}
+
+// PutInbox stores an environment artifact for the email server.
+func (f *Fixture) PutInbox(t *testing.T, id, seed string) {
+	t.Helper()
+	if _, err := f.Services.Artifacts.PutEnvironment(context.Background(), id, artifact.EnvironmentInput{
+		EnvironmentName: "email", Filename: "inbox.json", ContentType: "application/json", Body: strings.NewReader(seed)}); err != nil {
+		t.Fatal(err)
+	}
+}
