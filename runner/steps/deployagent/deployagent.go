@@ -22,6 +22,7 @@ import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/a2aclient"
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/examplecatalog"
 )
 
 // Type is the step type name.
@@ -168,6 +169,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if isHosted {
 		ai = runner.HostedAgentInstance(rc, hosted, instances)
 	} else {
+		if version == 0 {
+			if err := examplecatalog.EnsureAgent(ctx, d, agentID); err != nil {
+				return fmt.Errorf("deploy agent %q: %w", name, err)
+			}
+		}
 		var err error
 		ai, err = d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID, Version: version},
 			EnvInstances: instances, Sandbox: spec, TTL: ttl, EnvVars: c.EnvVars, ModelBaseURL: baseURL, ModelAPIKey: apiKey})

@@ -8,12 +8,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/examplecatalog"
 )
 
 // Type is the step type name.
@@ -80,6 +82,9 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 	if s.Deployer == nil {
 		return nil
 	}
+	if _, ok := examplecatalog.Envs[path.Base(c.EnvID)]; ok && c.EnvVersion == 0 {
+		return nil // registered from source on first deploy
+	}
 	if _, err := s.Deployer.Stores.GetEnv(ctx, registry.Ref{ID: c.EnvID, Version: c.EnvVersion}); err != nil {
 		return []error{fmt.Errorf("deploy_env env_id %q: %w", c.EnvID, err)}
 	}
@@ -105,6 +110,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	ttl := 7200 * time.Second
 	if c.TTLSeconds != nil {
 		ttl = time.Duration(*c.TTLSeconds) * time.Second
+	}
+	if c.EnvVersion == 0 {
+		if err := examplecatalog.EnsureEnv(ctx, d, c.EnvID); err != nil {
+			return fmt.Errorf("deploy env %q: %w", c.EnvID, err)
+		}
 	}
 	inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: c.EnvID, Version: c.EnvVersion},
 		Sandbox: spec, TTL: ttl, GatewayMode: c.GatewayMode})

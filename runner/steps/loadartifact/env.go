@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/agentenv/agentenv/protocol"
@@ -48,6 +49,35 @@ func (c *Config) loadIntoEnv(ctx context.Context, rc *runner.RunContext) (bool, 
 				return true, err
 			}
 			todo = append(todo, envArt{universe: u})
+		case artifact.TypeFile:
+			// A plain file (a bundle's artifacts/<name>/<file>) is the data
+			// of the server named like the file (email.json → email), or of
+			// the env's only server.
+			if _, err := rc.EnvEntry(c.EnvID, c.EnvStepID); err != nil {
+				return true, fmt.Errorf("env_id: %w", err)
+			}
+			env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
+			if err != nil {
+				return false, nil // no gateway: copy into the env's sandbox
+			}
+			f, err := arts.GetFile(ctx, d.Ref())
+			if err != nil {
+				return true, err
+			}
+			server := ""
+			stem := strings.TrimSuffix(path.Base(f.Filename), path.Ext(f.Filename))
+			for _, s := range env.Servers {
+				if s == stem {
+					server = s
+				}
+			}
+			if server == "" && len(env.Servers) == 1 {
+				server = env.Servers[0]
+			}
+			if server == "" {
+				server = stem // reported as skipped
+			}
+			todo = append(todo, envArt{env: &artifact.Environment{Header: f.Header, EnvironmentName: server, FileArtifactRef: d.Ref()}})
 		default:
 			if len(todo) > 0 {
 				return true, fmt.Errorf("artifact %s is a %s; do not mix it with environment artifacts in one load", d.Ref(), d.Type)

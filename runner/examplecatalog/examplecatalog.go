@@ -1,0 +1,127 @@
+// Package examplecatalog registers the example envs and agents this
+// repository ships as Go source (the email env, the scripted and
+// toolcaller agents) on first use, so bundles such as q3-email deploy
+// them by name without a put step. They are built offline into static
+// binaries (and FROM scratch images), which needs the Go toolchain and
+// this module's source tree (the current directory inside it).
+package examplecatalog
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+// Example is one buildable example.
+type Example struct {
+	// EnvironmentName is set for envs, empty for agents.
+	EnvironmentName string
+	GoPackage       string // relative to the module root
+}
+
+// Envs and Agents are the examples, by the last segment of their id.
+var (
+	Envs = map[string]Example{
+		"email": {EnvironmentName: "email", GoPackage: "./examples/envs/email/cmd/email-env"},
+		"echo":  {EnvironmentName: "echo", GoPackage: "./examples/envs/echo/cmd/echo-env"},
+	}
+	Agents = map[string]Example{
+		"scripted":   {GoPackage: "./examples/agents/scripted"},
+		"toolcaller": {GoPackage: "./examples/agents/toolcaller"},
+	}
+)
+
+// ErrUnbuildable is returned when an example is needed but cannot be
+// built here.
+var ErrUnbuildable = errors.New("example cannot be built here")
+
+var mu sync.Mutex // one registration at a time (concurrent bundle runs)
+
+func base(id string) string {
+	if i := strings.LastIndex(id, "/"); i >= 0 {
+		return id[i+1:]
+	}
+	return id
+}
+
+// EnsureEnv registers env id when it is missing and names an example; it
+// does nothing when the env exists or is not an example.
+func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id string) error {
+	ex, ok := Envs[base(id)]
+	if !ok {
+		return nil
+	}
+	return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
+		_, err := p.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: id, EnvironmentName: ex.EnvironmentName, Image: in,
+			Description: "example env " + base(id)})
+		return err
+	}, func() error {
+		_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})
+		return err
+	})
+}
+
+// EnsureAgent registers agent id when it is missing and names an example.
+func EnsureAgent(ctx context.Context, d *envdeploy.Deployer, id string) error {
+	ex, ok := Agents[base(id)]
+	if !ok {
+		return nil
+	}
+	return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
+		_, err := p.PutAgent(ctx, envdeploy.AgentInput{ID: id, Image: in})
+		return err
+	}, func() error {
+		_, err := d.Stores.GetAgent(ctx, registry.Ref{ID: id})
+		return err
+	})
+}
+
+func ensure(ctx context.Context, d *envdeploy.Deployer, id string, ex Example, put func(*envdeploy.Putter, envdeploy.ImageInput) error, get func() error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	err := get()
+	if err == nil || !errors.Is(err, registry.ErrNotFound) {
+		return err
+	}
+	root, ok := ModuleRoot()
+	if _, lerr := exec.LookPath("go"); lerr != nil || !ok {
+		return fmt.Errorf("%w: %q is not registered; it is an example built from %s, which needs the Go toolchain on PATH and the agentenv source tree as the current directory",
+			ErrUnbuildable, id, ex.GoPackage)
+	}
+	p := &envdeploy.Putter{Stores: d.Stores}
+	if err := put(p, envdeploy.ImageInput{GoPackage: ex.GoPackage, GoDir: root}); err != nil {
+		return fmt.Errorf("register example %s: %w", id, err)
+	}
+	return nil
+}
+
+// ModuleRoot walks up from the current directory to the go.mod of this
+// module.
+func ModuleRoot() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		if f, err := os.Open(filepath.Join(dir, "go.mod")); err == nil {
+			sc := bufio.NewScanner(f)
+			ok := sc.Scan() && strings.TrimSpace(strings.TrimPrefix(sc.Text(), "module")) == envdeploy.ModulePath
+			f.Close()
+			return dir, ok
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
