@@ -58,7 +58,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "agent-env",
 		Short:         "Build environments for AI agents, run agents in them, and score what they did",
-		Version:       version,
+		Version:       versionString(),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
@@ -68,6 +68,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")
 	root.AddCommand(newRunCmd(d), newTaskCmd(d), newConfigCmd(d), newRegistryCmd(d))
 	root.AddCommand(newEnvCmd(d), newA2AAgentCmd(d), newSandboxCmd(d)) // sandboxes (env.go, agent.go, sandbox.go)
+	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	return root
 }
 

@@ -1,0 +1,294 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
+)
+
+// The artifact commands (runner.md §11, §13) over registry/artifact.
+
+func newArtifactCmd(d *deps) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "artifact",
+		Short: "Store and fetch artifacts (files and environment data)",
+		Long: "Artifacts are immutable, versioned inputs of tasks: every put stores a new version.\n" +
+			"Refer to one as ID (latest) or ID:VERSION.",
+	}
+	file := &cobra.Command{Use: "file", Short: "File artifacts: one file each"}
+	file.AddCommand(newArtifactFilePutCmd(d), newArtifactFileGetCmd(d))
+	env := &cobra.Command{Use: "environment", Short: "Environment artifacts: a data file for one env's environment_name"}
+	env.AddCommand(newArtifactEnvironmentPutCmd(d))
+	universe := &cobra.Command{Use: "environment-universe", Short: "Environment universes: a set of environment artifacts, one per environment_name"}
+	universe.AddCommand(newArtifactUniversePutCmd(d))
+	cmd.AddCommand(file, env, universe, newArtifactGetCmd(d))
+	return cmd
+}
+
+func newArtifactFilePutCmd(d *deps) *cobra.Command {
+	var id, filename, description, contentType string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "put FILE --id ID",
+		Short:   "Store FILE as a new version of file artifact ID",
+		Example: "  agent-env artifact file put ./hello.txt --id greeting-text",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			fh, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			if filename == "" {
+				filename = baseName(args[0])
+			}
+			st, err := d.openStores(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f, err := st.ArtifactsFor(id).PutFile(ctx, id, artifact.FileInput{Filename: filename, ContentType: contentType,
+				Description: description, Body: fh})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(d, f)
+			}
+			fmt.Fprintf(d.stdout, "Created FileArtifact: id=%s version=%d filename=%s size=%d\n", f.ID, f.Version, f.Filename, f.Size)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&id, "id", "", "artifact id (required)")
+	fl.StringVar(&filename, "filename", "", "file name stored with the artifact (default: FILE's base name; may contain '/')")
+	fl.StringVar(&description, "description", "", "free text")
+	fl.StringVar(&contentType, "content-type", "", "MIME type (default: from the file name's extension)")
+	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newArtifactFileGetCmd(d *deps) *cobra.Command {
+	var id, outputDir string
+	var version int
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "get --id ID[:VERSION]",
+		Short: "Print a file artifact, or write its file with --output-dir",
+		Example: "  agent-env artifact file get --id greeting-text\n" +
+			"  agent-env artifact file get --id greeting-text:2 --output-dir ./out",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			ref, err := refFlag(id, version)
+			if err != nil {
+				return err
+			}
+			st, err := d.openStores(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			arts := st.ArtifactsFor(ref.ID)
+			f, err := arts.GetFile(ctx, ref)
+			if err != nil {
+				return err
+			}
+			if outputDir == "" {
+				return printJSON(d, f)
+			}
+			path, err := arts.WriteFile(ctx, f.Ref(), outputDir)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(d, map[string]any{"path": path, "artifact": f})
+			}
+			fmt.Fprintf(d.stdout, "Wrote %s (id=%s version=%d, %d bytes)\n", path, f.ID, f.Version, f.Size)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&id, "id", "", "artifact id, or id:version (required)")
+	fl.IntVar(&version, "version", 0, "version (default latest)")
+	fl.StringVar(&outputDir, "output-dir", "", "write the file to DIR/<filename> instead of printing the record")
+	fl.BoolVar(&asJSON, "json", false, "with --output-dir: print the path and record as JSON")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
+	var id, envName, description, filename string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "put FILE --id ID --environment-name NAME",
+		Short: "Store FILE as env data: file artifact ID-file plus environment artifact ID",
+		Long: "Store FILE as the data of an environment: the bytes become file artifact ID-file and\n" +
+			"environment artifact ID pins it under environment_name NAME (the name in the env's card).\n" +
+			"load_artifact loads it into a deployed env with that environment_name.",
+		Example: "  agent-env artifact environment put ./items.json --id items-data --environment-name items",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			fh, err := os.Open(args[0])
+			if err != nil {
+				return err
+			}
+			defer fh.Close()
+			if filename == "" {
+				filename = baseName(args[0])
+			}
+			st, err := d.openStores(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			e, err := st.ArtifactsFor(id).PutEnvironment(ctx, id, artifact.EnvironmentInput{EnvironmentName: envName,
+				Description: description, Filename: filename, Body: fh})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(d, e)
+			}
+			fmt.Fprintf(d.stdout, "Created file artifact: id=%s version=%d\n", e.FileArtifactRef.ID, e.FileArtifactRef.Version)
+			fmt.Fprintf(d.stdout, "Created EnvironmentArtifact: id=%s version=%d environment_name=%s\n", e.ID, e.Version, e.EnvironmentName)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&id, "id", "", "artifact id (required)")
+	fl.StringVar(&envName, "environment-name", "", "the env's environment_name (required)")
+	fl.StringVar(&filename, "filename", "", "file name inside the env (default: FILE's base name)")
+	fl.StringVar(&description, "description", "", "free text")
+	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	_ = cmd.MarkFlagRequired("id")
+	_ = cmd.MarkFlagRequired("environment-name")
+	return cmd
+}
+
+func newArtifactUniversePutCmd(d *deps) *cobra.Command {
+	var id, description string
+	var envs, metadata []string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "put --id ID --environment-artifact ID[:VERSION]...",
+		Short: "Store a set of environment artifacts (one per environment_name) as universe ID",
+		Long: "Store a new version of environment universe ID. Each --environment-artifact is pinned\n" +
+			"to its latest version when none is given; two artifacts for the same environment_name\n" +
+			"are refused. --metadata NAME=ID[:VERSION] attaches any other artifact by name.",
+		Example: "  agent-env artifact environment-universe put --id shop --environment-artifact items-data --environment-artifact users-data:2",
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			refs := make([]registry.Ref, 0, len(envs))
+			for _, e := range envs {
+				r, err := registry.ParseRef(e)
+				if err != nil {
+					return fmt.Errorf("--environment-artifact %q: %w", e, err)
+				}
+				refs = append(refs, r)
+			}
+			meta := map[string]registry.Ref{}
+			for _, m := range metadata {
+				name, ref, ok := strings.Cut(m, "=")
+				if !ok || name == "" {
+					return fmt.Errorf("--metadata %q: want NAME=ID[:VERSION]", m)
+				}
+				r, err := registry.ParseRef(ref)
+				if err != nil {
+					return fmt.Errorf("--metadata %q: %w", m, err)
+				}
+				meta[name] = r
+			}
+			st, err := d.openStores(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			u, err := st.ArtifactsFor(id).PutEnvironmentUniverse(ctx, id, refs, meta, description)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return printJSON(d, u)
+			}
+			pinned := make([]string, 0, len(u.EnvironmentArtifactRefs))
+			for _, r := range u.EnvironmentArtifactRefs {
+				pinned = append(pinned, r.String())
+			}
+			fmt.Fprintf(d.stdout, "Created EnvironmentUniverseArtifact: id=%s version=%d environments=%d (%s)\n",
+				u.ID, u.Version, len(u.EnvironmentArtifactRefs), strings.Join(pinned, ", "))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&id, "id", "", "universe id (required)")
+	fl.StringArrayVar(&envs, "environment-artifact", nil, "an environment artifact, ID or ID:VERSION (repeatable, at least one)")
+	fl.StringArrayVar(&metadata, "metadata", nil, "NAME=ID[:VERSION] of another artifact to attach (repeatable)")
+	fl.StringVar(&description, "description", "", "free text")
+	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	_ = cmd.MarkFlagRequired("id")
+	_ = cmd.MarkFlagRequired("environment-artifact")
+	return cmd
+}
+
+func newArtifactGetCmd(d *deps) *cobra.Command {
+	var id string
+	var version int
+	cmd := &cobra.Command{
+		Use:   "get --id ID[:VERSION]",
+		Short: "Print any artifact record as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ref, err := refFlag(id, version)
+			if err != nil {
+				return err
+			}
+			st, err := d.openStores(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			doc, err := st.ArtifactsFor(ref.ID).Get(cmd.Context(), ref)
+			if err != nil {
+				return err
+			}
+			return printJSON(d, doc.Data)
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "artifact id, or id:version (required)")
+	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
+	_ = cmd.MarkFlagRequired("id")
+	return cmd
+}
+
+// refFlag combines --id (id or id:version) and --version.
+func refFlag(id string, version int) (registry.Ref, error) {
+	ref, err := registry.ParseRef(id)
+	if err != nil {
+		return ref, fmt.Errorf("--id: %w", err)
+	}
+	if version < 0 {
+		return ref, fmt.Errorf("--version must be positive, got %d", version)
+	}
+	if version > 0 {
+		if ref.Version > 0 && ref.Version != version {
+			return ref, fmt.Errorf("--id %s and --version %d disagree", id, version)
+		}
+		ref.Version = version
+	}
+	return ref, nil
+}
+
+func baseName(p string) string {
+	p = strings.TrimRight(p, "/")
+	return p[strings.LastIndex(p, "/")+1:]
+}
