@@ -20,6 +20,8 @@ import (
 	"github.com/agentenv/agentenv/registry/localimage"
 	"github.com/agentenv/agentenv/registry/sqlite"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/bundle"
+	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
 	"github.com/agentenv/agentenv/runner/steps"
@@ -151,4 +153,29 @@ func (f *Fixture) PutInbox(t *testing.T, id, seed string) {
 		EnvironmentName: "email", Filename: "inbox.json", ContentType: "application/json", Body: strings.NewReader(seed)}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// RunBundle materialises and runs an installed bundle (runner/bundles) on
+// sandbox with the fixture's stores, then tears it down. It returns the
+// report and the output.
+func (f *Fixture) RunBundle(t *testing.T, name, sandbox string) (*bundle.Report, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	defer cancel()
+	b, err := bundle.Locate(name, bundles.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	m, err := bundle.Materialise(ctx, b, bundle.Stores{Documents: f.Services.Documents, Artifacts: f.Services.Artifacts,
+		LockDir: t.TempDir()}, f.Runner.Steps(), &out, nil)
+	if err != nil {
+		t.Fatalf("materialise %s: %v", name, err)
+	}
+	rep, err := bundle.Run(ctx, f.Runner, f.Services, m, &bundle.RunOptions{Sandbox: sandbox, Out: &out, Documents: f.Services.Documents})
+	if err != nil {
+		t.Fatalf("run %s: %v\n%s", name, err, out.String())
+	}
+	t.Cleanup(func() { _, _ = rep.Teardown(context.Background()) })
+	return rep, out.String()
 }

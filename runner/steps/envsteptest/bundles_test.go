@@ -1,0 +1,68 @@
+package envsteptest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/runner/bundle"
+	"github.com/agentenv/agentenv/runner/steps/envsteptest"
+)
+
+// checkBundle runs an installed bundle and checks the CI gate: passed,
+// every verification 1, every prompt's trajectory readable.
+func checkBundle(t *testing.T, f *envsteptest.Fixture, name string) *bundle.Report {
+	t.Helper()
+	rep, out := f.RunBundle(t, name, "process")
+	if rep.Failed() {
+		t.Fatalf("%s failed:\n%s", name, out)
+	}
+	for _, r := range rep.Runs {
+		if r.Outcome != bundle.Passed {
+			t.Errorf("%s: outcome %q\n%s", r.Task.File, r.Outcome, out)
+		}
+	}
+	for _, rc := range rep.Contexts() {
+		for id, v := range rc.Verifications() {
+			if v.Score != 1 {
+				b, _ := json.Marshal(v)
+				t.Errorf("%s: verification %s: %s", name, id, b)
+			}
+		}
+		snap := rc.Snapshot()
+		prs, _ := snap["prompt_responses"].([]any)
+		for _, p := range prs {
+			pr := p.(map[string]any)
+			u, _ := pr["agent_trajectory_object_url"].(string)
+			key, err := f.Services.Objects.KeyOf(u)
+			if err != nil {
+				t.Errorf("%s: prompt %v: trajectory url %q: %v", name, pr["prompt_id"], u, err)
+				continue
+			}
+			r, _, err := f.Services.Objects.Open(context.Background(), key)
+			if err != nil {
+				t.Errorf("%s: trajectory %s: %v", name, key, err)
+				continue
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			if !json.Valid(b) {
+				t.Errorf("%s: trajectory %s is not JSON", name, key)
+			}
+		}
+	}
+	return rep
+}
+
+func TestBundleQ3Email(t *testing.T) {
+	f := envsteptest.New(t)
+	rep := checkBundle(t, f, "q3-email")
+	if rep.TornDown != 2 {
+		t.Errorf("tore down %d, want the env and the agent", rep.TornDown)
+	}
+	if !strings.Contains(rep.Runs[0].SummaryLine(), "passed (outcome: 1, reply: 1)") {
+		t.Errorf("summary %q", rep.Runs[0].SummaryLine())
+	}
+}
