@@ -10,13 +10,11 @@ import (
 	"io"
 	"log/slog"
 	"mime"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -489,11 +487,3 @@ func callParams(name string, args json.RawMessage, meta []byte) []byte {
 	return append(b, '}')
 }
 
-// isNetError reports a connection-level failure (refused, reset, closed).
-func isNetError(err error) bool {
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return true
-	}
-	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE)
-}
