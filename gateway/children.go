@@ -486,4 +486,3 @@ func callParams(name string, args json.RawMessage, meta []byte) []byte {
 	}
 	return append(b, '}')
 }
-
