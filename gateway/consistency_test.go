@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -94,3 +95,38 @@ func TestChangelogBracketsEachCall(t *testing.T) {
 		t.Fatalf("trajectory %s", traj)
 	}
 }
+
+// TestUnreachableServiceDB: a database that is down never fails startup or
+// a call; changelog ids are null and the password never reaches the logs.
+func TestUnreachableServiceDB(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	opts := testOptions()
+	opts.Logger = slog.New(slog.NewTextHandler(writerFunc(func(b []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(b)
+	}), nil))
+	c := startChild(t, "db", nil)
+	tg := startGateway(t, &Config{Servers: serversOf(c), ServiceDBURL: "postgres://agent:s3cr3t-pw@127.0.0.1:1/env?connect_timeout=1"}, opts)
+	st, body := tg.post(t, "/step", nil, `{"action":"call_tool","tool_name":"db_echo"}`)
+	if st != 200 || !strings.Contains(string(body), `"changelog_id":null`) {
+		t.Fatalf("/step with the database down = %d %s", st, body)
+	}
+	_, state := tg.get(t, "/state", nil)
+	if !strings.Contains(string(state), `"changelog_id":null`) {
+		t.Fatalf("/state %s", state)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !strings.Contains(logs.String(), "changelog") && !strings.Contains(logs.String(), "service database") {
+		t.Fatalf("the database path did not run:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "s3cr3t-pw") {
+		t.Fatalf("database password logged:\n%s", logs.String())
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
