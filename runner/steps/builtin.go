@@ -12,8 +12,14 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
 	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
+	"github.com/agentenv/agentenv/runner/steps/modifyenvtoolaccess"
+	"github.com/agentenv/agentenv/runner/steps/peeragents"
 	"github.com/agentenv/agentenv/runner/steps/promptagent"
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
+	"github.com/agentenv/agentenv/runner/steps/registerenvtriggers"
+	"github.com/agentenv/agentenv/runner/steps/resetenv"
+	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
+	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
 	"github.com/agentenv/agentenv/runner/steps/verifysandbox"
 )
@@ -31,5 +37,11 @@ func Builtin() *runner.StepRegistry {
 	r.Register(deployagent.StepInfo())
 	r.Register(promptagent.StepInfo())
 	r.Register(envoutcomeverifier.StepInfo())
+	r.Register(peeragents.StepInfo())
+	r.Register(syncenvclock.StepInfo())
+	r.Register(registerenvtriggers.StepInfo())
+	r.Register(modifyenvtoolaccess.StepInfo())
+	r.Register(snapshotenv.StepInfo())
+	r.Register(resetenv.StepInfo())
 	return r
 }

@@ -11,8 +11,10 @@ package envoutcomeverifier
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner"
@@ -38,6 +40,10 @@ type Check struct {
 	Data      string         `json:"data,omitempty"` // ... or read this server's data/get
 	Extract   *Extract       `json:"extract,omitempty"`
 	Predicate *Predicate     `json:"predicate"`
+	// ExpectError (ours) passes only when the tool call is refused (an
+	// isError result or a 4xx such as a disabled tool); the predicate then
+	// applies to the error text.
+	ExpectError bool `json:"expect_error,omitempty"`
 }
 
 // Config is the step's fields.
@@ -49,6 +55,11 @@ type Config struct {
 	Checks              []Check           `json:"checks,omitempty"`
 	ScoreAggregator     runner.Aggregator `json:"score_aggregator,omitempty"`
 	VerifierID          string            `json:"verifier_id,omitempty"`
+	// WaitForTriggers (ours) waits, before grading, until each named
+	// gateway trigger has fired or failed (up to WaitTimeoutSeconds, 30 s):
+	// time and nl triggers settle after the steps that provoke them.
+	WaitForTriggers    []string `json:"wait_for_triggers,omitempty"`
+	WaitTimeoutSeconds *float64 `json:"wait_timeout_seconds,omitempty"`
 	// PromptID (ours), when set, makes the verifier score 0 when that
 	// prompt has no response or its response carries an error.
 	PromptID string `json:"prompt_id,omitempty"`
@@ -80,6 +91,9 @@ func (c *Config) Validate() error {
 		seen[ck.ID] = true
 		if (ck.Tool == "") == (ck.Data == "") {
 			return runner.Invalid("checks", "%s: give exactly one of tool or data", where)
+		}
+		if ck.ExpectError && ck.Tool == "" {
+			return runner.Invalid("checks", "%s: expect_error needs tool", where)
 		}
 		if ck.Predicate == nil {
 			return runner.Invalid("checks", "%s.predicate: required", where)
@@ -120,6 +134,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
 	if err != nil {
+		return err
+	}
+	if err := c.waitTriggers(ctx, env); err != nil {
 		return err
 	}
 	if c.FileArtifactID != "" {
@@ -182,6 +199,18 @@ func (c *Config) value(ctx context.Context, env *gwclient.Env, ck Check, exports
 			role = gwclient.VerifierRole
 		}
 		res, err := env.Gateway.CallTool(ctx, role, ck.Tool, ck.Args)
+		var se *gwclient.StatusError
+		if ck.ExpectError {
+			switch {
+			case errors.As(err, &se) && se.Status < 500:
+				return se.Body, ""
+			case err != nil:
+				return nil, fmt.Sprintf("tool %s: %v", ck.Tool, err)
+			case res.IsError:
+				return res.Text(), ""
+			}
+			return nil, fmt.Sprintf("tool %s succeeded (as role %s); an error was expected", ck.Tool, role)
+		}
 		if err != nil {
 			return nil, fmt.Sprintf("tool %s: %v", ck.Tool, err)
 		}
@@ -239,4 +268,49 @@ func export(ctx context.Context, env *gwclient.Env, server string) (any, error) 
 		}
 	}
 	return nil, fmt.Errorf("data/get on %s returned no JSON part", server)
+}
+
+// waitTriggers polls the gateway's /triggers/state until every trigger in
+// WaitForTriggers has fired at least once or failed.
+func (c *Config) waitTriggers(ctx context.Context, env *gwclient.Env) error {
+	if len(c.WaitForTriggers) == 0 {
+		return nil
+	}
+	timeout := 30 * time.Second
+	if c.WaitTimeoutSeconds != nil {
+		timeout = time.Duration(*c.WaitTimeoutSeconds * float64(time.Second))
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := env.Gateway.TriggersState(ctx)
+		if err != nil {
+			return fmt.Errorf("env %s: trigger state: %w", c.EnvID, err)
+		}
+		var waiting []string
+		for _, id := range c.WaitForTriggers {
+			settled := false
+			for _, t := range st.Triggers {
+				if t.ID == id && (t.FireCount > 0 || t.Status == "failed") && t.Status != "firing" && t.Status != "queued" {
+					settled = true
+				}
+			}
+			if !settled {
+				waiting = append(waiting, id)
+			}
+		}
+		if len(waiting) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			// Grade anyway: the checks say what did not happen.
+			return nil
+		}
+		t := time.NewTimer(100 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
