@@ -420,3 +420,36 @@ func TestOpenSurvivesAnImpatientCaller(t *testing.T) {
 		t.Fatalf("patient caller: %v", err)
 	}
 }
+
+// TestFailingServerIsRetried: a server whose tools/list fails is reported
+// and retried with backoff while the others are served; once it answers,
+// its tools appear and agents are told.
+func TestFailingServerIsRetried(t *testing.T) {
+	good := startChild(t, "good", nil)
+	flaky := startChild(t, "flaky", nil)
+	var failing atomic.Bool
+	failing.Store(true)
+	flaky.inter.Store(func(w http.ResponseWriter, r *http.Request, body []byte) bool {
+		if failing.Load() && bytes.Contains(body, []byte(`"tools/list"`)) {
+			http.Error(w, "database warming up", http.StatusInternalServerError)
+			return true
+		}
+		return false
+	})
+	tg := startGateway(t, &Config{Servers: serversOf(good, flaky)}, nil)
+	_, ready := tg.get(t, "/readyz", nil)
+	if !strings.Contains(string(ready), `"flaky":"error: `) || !strings.Contains(string(ready), `"good":"ready"`) {
+		t.Fatalf("/readyz %s", ready)
+	}
+	a := tg.mcpClient(t, "")
+	if names := a.toolNames(t); !slices.Equal(names, []string{"good_echo"}) {
+		t.Fatalf("served while flaky fails: %v", names)
+	}
+	failing.Store(false)
+	waitFor(t, "the flaky server to be listed", func() bool { _, ok := tg.reg.lookup("flaky_echo"); return ok })
+	waitFor(t, "list_changed", func() bool { return a.changed.Load() >= 1 })
+	_, ready = tg.get(t, "/readyz", nil)
+	if !strings.Contains(string(ready), `"flaky":"ready"`) {
+		t.Fatalf("/readyz after recovery %s", ready)
+	}
+}
