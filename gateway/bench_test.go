@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"runtime"
 	"slices"
 	"strings"
@@ -103,11 +105,17 @@ func BenchmarkToolsCall(b *testing.B) {
 	tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
 	direct := benchClient(b, child.URL)
 	via := benchClient(b, tg.URL+"/mcp")
+	// floor: a bare net/http reverse proxy in front of the same child, to
+	// show what one extra HTTP hop costs by itself.
+	target, _ := url.Parse(child.Base)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 128}
+	floor := benchClient(b, newLoopbackServer(b, rp)+"/mcp")
 	for _, conc := range []int{1, 32} {
 		for _, tc := range []struct {
 			name string
 			c    *client.Client
-		}{{"direct", direct}, {"gateway", via}} {
+		}{{"direct", direct}, {"gateway", via}, {"bare-proxy", floor}} {
 			b.Run(tc.name+"/c"+itoa(conc), func(b *testing.B) {
 				runLoad(b, conc, func() { benchCall(b, tc.c) })
 			})
