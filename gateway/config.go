@@ -123,6 +123,10 @@ type Config struct {
 	// CardTTL is the composed-card cache lifetime; 5 s when zero, no cache
 	// when negative.
 	CardTTL time.Duration
+	// ControlToken, when set (GATEWAY_CONTROL_TOKEN), is required as
+	// "Authorization: Bearer <token>" on /tools/*, /clock/* and /triggers/*
+	// (spec §11.16, later phase; off by default for compatibility).
+	ControlToken string
 }
 
 // Defaults of gateway.md §1.
@@ -208,6 +212,7 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 	if c.CardTTL, err = secondsVar(getenv, "GATEWAY_CARD_TTL_S", DefaultCardTTL, true); err != nil {
 		return nil, err
 	}
+	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"io"
@@ -52,8 +53,28 @@ func (g *Gateway) buildRoutes() {
 			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": startingMessage})
 			return
 		}
+		if g.cfg.ControlToken != "" && isControlPath(r.URL.Path) && !g.tokenOK(r) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="agentenv-gateway"`)
+			body := map[string]any{"error": "control token required"}
+			if !strings.HasPrefix(r.URL.Path, "/tools/") {
+				body["ok"] = false
+			}
+			writeJSON(w, http.StatusUnauthorized, body)
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// isControlPath reports the routes GATEWAY_CONTROL_TOKEN protects.
+func isControlPath(p string) bool {
+	return strings.HasPrefix(p, "/tools/") || strings.HasPrefix(p, "/clock/") || strings.HasPrefix(p, "/triggers/")
+}
+
+// tokenOK compares the bearer token in constant time.
+func (g *Gateway) tokenOK(r *http.Request) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(strings.TrimSpace(got)), []byte(g.cfg.ControlToken)) == 1
 }
 
 // serveReadyz is 200 once the startup wait is done and discovery has

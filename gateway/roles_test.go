@@ -202,3 +202,28 @@ func TestRoleRuleBodyErrors(t *testing.T) {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+func TestControlToken(t *testing.T) {
+	c := startChild(t, "mail", nil)
+	tg := startGateway(t, &Config{Servers: serversOf(c), ControlToken: "t0ken"}, nil)
+	body := `{"role":"default","tools":["mail_echo"]}`
+	for _, hdr := range []map[string]string{nil, {"Authorization": "Bearer wrong"}, {"Authorization": "t0ken"}} {
+		st, b := tg.post(t, "/tools/disable", hdr, body)
+		if st != 401 || mustJSONMap(t, b)["error"] != "control token required" {
+			t.Fatalf("%v → %d %s", hdr, st, b)
+		}
+	}
+	if st, b := tg.post(t, "/triggers/clear", nil, ``); st != 401 || mustJSONMap(t, b)["ok"] != false {
+		t.Fatalf("/triggers/clear without token → %d %s", st, b)
+	}
+	if st, _ := tg.post(t, "/tools/disable", map[string]string{"Authorization": "Bearer t0ken"}, body); st != 200 {
+		t.Fatalf("with the token → %d", st)
+	}
+	// Agent-facing routes stay open.
+	if st, _ := tg.post(t, "/step", nil, `{"action":"list_tools"}`); st != 200 {
+		t.Fatalf("/step → %d", st)
+	}
+	if st, _ := tg.get(t, "/state", nil); st != 200 {
+		t.Fatalf("/state → %d", st)
+	}
+}
