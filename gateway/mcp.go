@@ -222,8 +222,8 @@ func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []rp
 	var out [][]byte
 	for i := range batch {
 		m := &batch[i]
-		if len(m.ID) == 0 || string(m.ID) == "null" {
-			continue // a notification: nothing to answer
+		if len(m.ID) == 0 || string(m.ID) == "null" || m.Method == "" {
+			continue // a notification or a response: nothing to answer
 		}
 		switch m.Method {
 		case string(mcp.MethodToolsList), string(mcp.MethodToolsCall):
