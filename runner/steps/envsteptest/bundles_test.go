@@ -66,3 +66,13 @@ func TestBundleQ3Email(t *testing.T) {
 		t.Errorf("summary %q", rep.Runs[0].SummaryLine())
 	}
 }
+
+func TestBundleDeadlineWeek(t *testing.T) {
+	f := envsteptest.New(t)
+	rep := checkBundle(t, f, "deadline-week")
+	rc := rep.Contexts()[0]
+	syncs, _ := rc.Metadata("env_clock_syncs")
+	if m, _ := syncs.(map[string]any); len(m) != 2 {
+		t.Errorf("env_clock_syncs %v", syncs)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/agentenv/agentenv/envsdk/envclient"
@@ -102,6 +103,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		URL string `json:"env_get_time_url"`
 	}
 	_ = json.Unmarshal(stRaw, &st)
+	st.URL = reachable(st.URL, env)
 	tolerate := c.TolerateMissingSyncTime == nil || *c.TolerateMissingSyncTime
 	children := map[string]any{}
 	for _, s := range env.Servers {
@@ -142,4 +144,24 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	rc.SetMetadataEntry("env_clock_syncs", rc.StepID(), map[string]any{"env_id": c.EnvID, "armed": armedV,
 		"env_get_time_url": st.URL, "children": children})
 	return nil
+}
+
+// reachable fixes env_get_time_url for backends whose servers do not
+// resolve the gateway's container name: on the process sandbox every
+// workload is a local process, so the servers reach the gateway at its
+// host URL. (The gateway names itself "gateway", right for Docker.)
+func reachable(u string, env *gwclient.Env) string {
+	if st, _ := env.Entry["sandbox_type"].(string); st != "process" || u == "" {
+		return u
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	gw, err := url.Parse(env.Gateway.Base())
+	if err != nil {
+		return u
+	}
+	parsed.Scheme, parsed.Host = gw.Scheme, gw.Host
+	return parsed.String()
 }
