@@ -33,6 +33,9 @@ var (
 	Envs = map[string]Example{
 		"email": {EnvironmentName: "email", GoPackage: "./examples/envs/email/cmd/email-env"},
 		"echo":  {EnvironmentName: "echo", GoPackage: "./examples/envs/echo/cmd/echo-env"},
+		// outbox is a second email server (tools outbox_*), for bundles
+		// that need two mailboxes.
+		"outbox": {EnvironmentName: "outbox", GoPackage: "./examples/envs/email/cmd/email-env"},
 	}
 	Agents = map[string]Example{
 		"scripted":   {GoPackage: "./examples/agents/scripted"},

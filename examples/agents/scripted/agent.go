@@ -62,6 +62,17 @@ func (a *Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, er
 	var usage protocol.Usage
 	results := make([]string, len(rule.Steps))
 	for i, st := range rule.Steps {
+		if st.Peer != "" {
+			msg := render(st.Message, prompt, results[:i])
+			_ = t.Trajectory.Append(map[string]any{"type": "peer_call", "step": i, "peer": st.Peer, "message": msg})
+			reply, err := t.AskPeer(ctx, st.Peer, "", msg)
+			if err != nil {
+				return nil, agentsdk.Fail("peer_call_failed", "A scripted peer call failed")
+			}
+			results[i] = reply.Text()
+			_ = t.Trajectory.Append(map[string]any{"type": "peer_result", "step": i, "peer": st.Peer, "state": reply.State, "text": results[i]})
+			continue
+		}
 		server, err := resolveServer(ctx, t, st)
 		if err != nil {
 			return nil, err

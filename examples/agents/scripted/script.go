@@ -48,6 +48,11 @@ type Step struct {
 	// one listing the tool.
 	Server    string          `json:"server,omitempty"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Peer, instead of Tool, sends Message to that peer agent over A2A
+	// (peer-agents); its reply text is the step's result. Message may use
+	// "{{prompt}}" and "{{result N}}" of earlier steps.
+	Peer    string `json:"peer,omitempty"`
+	Message string `json:"message,omitempty"`
 }
 
 // ScriptFailure is an expected failure.
@@ -106,6 +111,17 @@ func (r *Rule) validate() error {
 		}
 	}
 	for j, st := range r.Steps {
+		if st.Peer != "" {
+			if st.Tool != "" || st.Message == "" {
+				return fmt.Errorf("steps[%d]: a peer step has peer and message and no tool", j)
+			}
+			for _, m := range resultRef.FindAllStringSubmatch(st.Message, -1) {
+				if n, _ := strconv.Atoi(m[1]); n >= j {
+					return fmt.Errorf("steps[%d].message: {{result %d}} names no earlier step", j, n)
+				}
+			}
+			continue
+		}
 		if strings.TrimSpace(st.Tool) == "" {
 			return fmt.Errorf("steps[%d].tool: required", j)
 		}

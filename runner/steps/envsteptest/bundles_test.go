@@ -76,3 +76,16 @@ func TestBundleDeadlineWeek(t *testing.T) {
 		t.Errorf("env_clock_syncs %v", syncs)
 	}
 }
+
+func TestBundleHandoff(t *testing.T) {
+	f := envsteptest.New(t)
+	rep := checkBundle(t, f, "handoff")
+	rc := rep.Contexts()[0]
+	peerings, _ := rc.Metadata("agent_peerings")
+	if l, _ := peerings.([]any); len(l) != 1 {
+		t.Errorf("agent_peerings %v", peerings)
+	}
+	if rep.TornDown != 4 {
+		t.Errorf("tore down %d, want 2 envs and 2 agents", rep.TornDown)
+	}
+}

@@ -84,7 +84,7 @@ func Cleanup() {
 }
 
 // Fixture is a runner with the built-in steps and Services over fresh
-// stores holding env "email" (environment_name email), the default gateway
+// stores holding envs "email" and "outbox" (two email servers), the default gateway
 // and agent "scripted".
 type Fixture struct {
 	Runner   *runner.Runner
@@ -114,6 +114,10 @@ func New(t *testing.T) *Fixture {
 		t.Fatal(err)
 	}
 	if _, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "email", EnvironmentName: "email",
+		Image: envdeploy.ImageInput{Binary: b.Email}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "outbox", EnvironmentName: "outbox",
 		Image: envdeploy.ImageInput{Binary: b.Email}}); err != nil {
 		t.Fatal(err)
 	}
