@@ -129,14 +129,26 @@ func envInstancesTornDown(t *testing.T, f *envsteptest.Fixture, snap map[string]
 	}
 }
 
-func TestEpisodePlaysQ3EmailAssistantLikeTheScriptedAgent(t *testing.T) {
+// TestEpisodes shares one fixture (stores, built env, gateway and agent)
+// and one scripted run of q3-email among the episode tests.
+func TestEpisodes(t *testing.T) {
 	f := envsteptest.New(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
 	taskID, want := q3Email(t, f)
 	if want["outcome"] != 1 || want["reply"] != 1 {
 		t.Fatalf("scripted scores = %v, want 1 and 1", want)
 	}
+	t.Run("PlaysQ3EmailAssistantLikeTheScriptedAgent", func(t *testing.T) { testPlaysQ3Email(t, f, taskID, want) })
+	t.Run("ServerOverHTTP", func(t *testing.T) { testServerOverHTTP(t, f, taskID, want) })
+	t.Run("ServerClientDisappears", func(t *testing.T) { testServerClientDisappears(t, f, taskID) })
+	t.Run("TurnTimeout", func(t *testing.T) { testTurnTimeout(t, f, taskID) })
+}
+
+// testPlaysQ3Email plays the assistant of q3-email from outside: the same
+// calls as the script through Turn.Tools, the same reply; the scores equal
+// the scripted run's.
+func testPlaysQ3Email(t *testing.T, f *envsteptest.Fixture, taskID string, want map[string]float64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
 
 	spec := episodeSpec(t, f, taskID, nil)
 	ep, err := spec.Start(ctx)
