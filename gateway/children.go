@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -318,6 +319,9 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 	resp, err := c.httpc.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
+			if wrote.Load() && errors.Is(context.Cause(ctx), errCancelledByClient) {
+				go c.relayCancel(g, id)
+			}
 			return nil, err
 		}
 		return nil, &deliveryError{err: err, reached: wrote.Load()}
@@ -330,11 +334,18 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 	wantID := strconv.FormatInt(id, 10)
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	if mediaType == "text/event-stream" && resp.StatusCode == http.StatusOK {
-		return c.readSSE(ctx, resp.Body, wantID)
+		res, err := c.readSSE(ctx, resp.Body, wantID)
+		if err != nil && errors.Is(context.Cause(ctx), errCancelledByClient) {
+			go c.relayCancel(g, id)
+		}
+		return res, err
 	}
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxChildResponse))
 	if err != nil {
 		if ctx.Err() != nil {
+			if errors.Is(context.Cause(ctx), errCancelledByClient) {
+				go c.relayCancel(g, id)
+			}
 			return nil, err
 		}
 		return nil, &deliveryError{err: err, reached: true}
@@ -343,6 +354,25 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 		return res, err
 	}
 	return nil, fmt.Errorf("%s answered HTTP %d: %s", c.server.Name, resp.StatusCode, truncate(string(raw), 300))
+}
+
+// relayCancel tells the child that the agent cancelled request id
+// (notifications/cancelled), on the same session, best effort.
+func (c *child) relayCancel(g *generation, id int64) {
+	ctx, cancel := context.WithTimeout(c.life, 5*time.Second)
+	defer cancel()
+	body := `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + strconv.FormatInt(id, 10) + `,"reason":"cancelled by the client"}}`
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.server.URL, strings.NewReader(body))
+	if err != nil {
+		return
+	}
+	req.Header = g.headers.Clone()
+	resp, err := c.httpc.Do(req)
+	if err != nil {
+		c.log.Debug("cancellation not relayed", "err", err)
+		return
+	}
+	resp.Body.Close()
 }
 
 // maxChildResponse bounds one child answer.

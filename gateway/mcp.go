@@ -40,6 +40,34 @@ type mcpFront struct {
 	srv      *server.MCPServer
 	http     *server.StreamableHTTPServer
 	sessions *sessionTable
+	// inflight maps session key + request id to the cancel of a running
+	// tools/call, for notifications/cancelled.
+	inflight sync.Map
+}
+
+// errCancelledByClient is the cause of a call the agent cancelled.
+var errCancelledByClient = errors.New("cancelled by the client")
+
+func inflightKey(session string, id json.RawMessage) string {
+	return session + "\x00" + string(bytes.TrimSpace(id))
+}
+
+// cancelInflight handles an agent's notifications/cancelled: it cancels
+// the matching running call of the same session, if any.
+func (f *mcpFront) cancelInflight(r *http.Request, params json.RawMessage) {
+	sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID))
+	if sess == nil {
+		return
+	}
+	var p struct {
+		RequestID json.RawMessage `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil || len(p.RequestID) == 0 {
+		return
+	}
+	if c, ok := f.inflight.Load(inflightKey(sess.key, p.RequestID)); ok {
+		c.(context.CancelCauseFunc)(errCancelledByClient)
+	}
 }
 
 // inSession is one inbound MCP session. Its Mcp-Session-Id is its session
@@ -199,6 +227,10 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		f.serveTools(w, r, &msg)
 		return
 	}
+	if msg.Method == string(mcp.MethodNotificationCancelled) {
+		f.cancelInflight(r, msg.Params)
+		// mcp-go still sees it (it may concern requests it serves itself).
+	}
 	if len(trimmed) > 0 && trimmed[0] == '[' && f.versionOK(r) {
 		var batch []rpcMessage
 		if json.Unmarshal(trimmed, &batch) == nil && len(batch) > 0 {
@@ -309,7 +341,14 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []b
 			p.Arguments = nil
 		}
 		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: *p.Name, Arguments: p.Arguments}
-		res, err := f.g.call(r.Context(), call)
+		// notifications/cancelled from the agent cancels this call (and the
+		// child is told in turn, see child.send).
+		ctx, cancel := context.WithCancelCause(r.Context())
+		key := inflightKey(sess.key, msg.ID)
+		f.inflight.Store(key, cancel)
+		res, err := f.g.call(ctx, call)
+		f.inflight.Delete(key)
+		cancel(nil)
 		if err != nil {
 			var ce *CallError
 			text := err.Error()
