@@ -68,6 +68,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")
 	root.AddCommand(newRunCmd(d), newTaskCmd(d), newConfigCmd(d), newRegistryCmd(d))
 	root.AddCommand(newEnvCmd(d), newA2AAgentCmd(d), newSandboxCmd(d)) // sandboxes (env.go, agent.go, sandbox.go)
+	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	return root
 }
