@@ -21,6 +21,7 @@ type runRequest struct {
 	tasks, evals   []string
 	model, sandbox string
 	keep, dryRun   bool
+	asJSON         bool
 }
 
 func newRunCmd(d *deps) *cobra.Command {
@@ -45,6 +46,7 @@ func newRunCmd(d *deps) *cobra.Command {
 	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
 	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
 	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
+	f.BoolVar(&req.asJSON, "json", false, "print the result as JSON on stdout (the step lines go to stderr)")
 	return cmd
 }
 
@@ -82,6 +84,9 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if len(req.evals) > 0 {
 		return errors.New("--eval: evals are not supported by this build yet; select tasks with --task")
 	}
+	if req.asJSON && (req.keep || req.dryRun) {
+		return errors.New("--json cannot be combined with --keep or --dry-run")
+	}
 	b, err := bundle.Locate(arg, d.bundles)
 	if err != nil {
 		return err
@@ -111,16 +116,32 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		}
 		return nil
 	}
-	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), d.stdout, nil)
+	lines := d.stdout
+	if req.asJSON {
+		lines = d.stderr
+	}
+	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), lines, nil)
 	if err != nil {
 		return err
 	}
+	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
+	defer prog.Close()
 	rep, err := bundle.Run(ctx, r, d.services(ctx, st, registry.LocalPrefix), m, &bundle.RunOptions{
 		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
-		Documents: st.Local, Out: d.stdout,
+		Documents: st.Local, Out: prog.Writer(lines),
+		OnStepStart: func(file string, i, n int, sd *runner.StepDef) {
+			prog.Start(file+"|"+sd.ID, fmt.Sprintf("[%s] step %d/%d %s (%s)", file, i+1, n, sd.ID, sd.Type))
+		},
+		OnStepComplete: func(file string, _, _ int, sd *runner.StepDef, _ float64, _ error) { prog.Done(file + "|" + sd.ID) },
 	})
+	prog.Close()
 	if err != nil {
 		return err
+	}
+	if req.asJSON && !req.keep {
+		if err := printJSON(d, runReportJSON(m, rep)); err != nil {
+			return err
+		}
 	}
 	if req.keep && ctx.Err() == nil {
 		printKept(d, rep)

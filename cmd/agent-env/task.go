@@ -23,7 +23,7 @@ func newTaskCmd(d *deps) *cobra.Command {
 
 func newTaskCreateCmd(d *deps) *cobra.Command {
 	var id string
-	var skip bool
+	var skip, asJSON bool
 	cmd := &cobra.Command{
 		Use:     "create FILE",
 		Aliases: []string{"put"},
@@ -31,6 +31,9 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if asJSON {
+				return taskCreateJSON(ctx, d, id, args[0], skip)
+			}
 			fmt.Fprintf(d.stdout, "Reading steps from %s...\n", args[0])
 			data, err := os.ReadFile(args[0])
 			if err != nil {
@@ -74,6 +77,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	cmd.Flags().BoolVar(&skip, "skip-validation", false, "save even when preflight finds problems")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored task (or the preflight problems) as JSON")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -181,6 +185,7 @@ func newTaskValidateCmd(d *deps) *cobra.Command {
 
 func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 	var id string
+	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print a task instance (a run record)",
@@ -194,6 +199,9 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 			inst, err := runner.GetInstance(cmd.Context(), st.docsFor(id), id)
 			if err != nil {
 				return err
+			}
+			if asJSON {
+				return printJSON(d, inst)
 			}
 			completed := "-"
 			if inst.CompletedAtUTC != nil {
@@ -215,6 +223,7 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole instance record as JSON")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }

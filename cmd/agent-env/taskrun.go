@@ -214,17 +214,19 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	var firstErr error
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(parallel, 1))
+	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
+	defer prog.Close()
 	for _, rn := range runs {
-		w := io.Writer(d.stdout)
+		w := prog.Writer(d.stdout)
 		if rn.prefix != "" {
-			w = &prefixWriter{w: d.stdout, prefix: rn.prefix, mu: &mu}
+			w = &prefixWriter{w: prog.Writer(d.stdout), prefix: rn.prefix, mu: &mu}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			err := runTaskOnce(ctx, r, t, rn.rc, docs, req.startStep, dir, rn.stem, w, &mu)
+			err := runTaskOnce(ctx, r, t, rn.rc, docs, req.startStep, dir, rn.stem, w, &mu, prog)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -236,6 +238,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 		}()
 	}
 	wg.Wait()
+	prog.Close()
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
@@ -247,7 +250,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 }
 
 func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runner.RunContext, docs registry.DocumentStore,
-	start int, dir, stem string, w io.Writer, mu *sync.Mutex) error {
+	start int, dir, stem string, w io.Writer, mu *sync.Mutex, prog *progress) error {
 	print := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -259,8 +262,10 @@ func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runn
 		InstanceID: id, Documents: docs, StartStep: start,
 		OnStepStart: func(i, n int, sd *runner.StepDef) {
 			print("Running step [%d/%d]: %s (id=%s)...\n", i+1, n, sd.Type, sd.ID)
+			prog.Start(stem+"|"+id+"|"+sd.ID, fmt.Sprintf("step [%d/%d]: %s (id=%s)", i+1, n, sd.Type, sd.ID))
 		},
 		OnStepComplete: func(i, n int, sd *runner.StepDef, secs float64, serr error) {
+			prog.Done(stem + "|" + id + "|" + sd.ID)
 			if serr != nil {
 				print("Failed step [%d/%d]: %s (id=%s) [%.1fs]: %v\n", i+1, n, sd.Type, sd.ID, secs, serr)
 				return

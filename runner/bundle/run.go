@@ -38,6 +38,11 @@ type RunOptions struct {
 	Out io.Writer
 	// Now is the clock; nil = time.Now.
 	Now func() time.Time
+	// OnStepStart and OnStepComplete, when set, are called around every
+	// step of every task (after the step's line is printed), e.g. for a
+	// terminal progress display. file is the task file ("tasks/hello.json").
+	OnStepStart    func(file string, i, n int, d *runner.StepDef)
+	OnStepComplete func(file string, i, n int, d *runner.StepDef, secs float64, err error)
 }
 
 // TaskRun is the outcome of one task.
@@ -226,8 +231,14 @@ func runOne(ctx context.Context, r *runner.Runner, rc *runner.RunContext, tr *Ta
 		Documents: o.Documents,
 		OnStepStart: func(i, n int, d *runner.StepDef) {
 			out.printf("[%s] step %d/%d %s (%s)\n", file, i+1, n, d.ID, d.Type)
+			if o.OnStepStart != nil {
+				o.OnStepStart(file, i, n, d)
+			}
 		},
 		OnStepComplete: func(i, n int, d *runner.StepDef, secs float64, err error) {
+			if o.OnStepComplete != nil {
+				o.OnStepComplete(file, i, n, d, secs, err)
+			}
 			if err != nil {
 				out.printf("[%s] step %d/%d %s failed in %.1fs: %v\n", file, i+1, n, d.ID, secs, err)
 				return
