@@ -246,13 +246,24 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		return envdeploy.Endpoint{}, fmt.Errorf("process: %w", err)
 	}
 	defer logf.Close()
-	cmd := exec.Command(bin)
-	cmd.Dir = g.dir
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return envdeploy.Endpoint{}, fmt.Errorf("process: start %s: %w", w.Name, err)
+	var cmd *exec.Cmd
+	for attempt := 0; ; attempt++ {
+		cmd = exec.Command(bin)
+		cmd.Dir = g.dir
+		cmd.Env = env
+		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		err := cmd.Start()
+		if err == nil {
+			break
+		}
+		// ETXTBSY: a concurrent fork (another workload starting) inherited
+		// the write descriptor of a binary just written; it closes as soon
+		// as that child execs (golang/go#22315). Retry briefly.
+		if !errors.Is(err, syscall.ETXTBSY) || attempt >= 50 {
+			return envdeploy.Endpoint{}, fmt.Errorf("process: start %s: %w", w.Name, err)
+		}
+		time.Sleep(time.Duration(attempt+1) * 5 * time.Millisecond)
 	}
 	g.mu.Lock()
 	g.cmds[w.Name] = cmd
