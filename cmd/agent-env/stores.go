@@ -51,6 +51,7 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		Artifacts:      st.ArtifactsFor(id),
 		Sandboxes:      map[string]runner.SandboxProvider{local.TypeName: lp},
 		DefaultSandbox: st.defaultSandbox,
+		Deployer:       d.runDeployer(st, id), // deploy_env, deploy_agent (sandboxdeps.go)
 		Logger:         d.logger(),
 	}
 }
