@@ -9,6 +9,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
@@ -36,9 +37,7 @@ func (s *envSession) Close() {
 // runner.md §15.1) to our backends; "" keeps the config default.
 func sandboxSpec(spec string) string { return strings.TrimSpace(spec) }
 
-// openEnvSession opens the stores owning id and the sandbox backends:
-// "local" and "docker" are the local engine, "process" runs static
-// binaries as local processes.
+// openEnvSession opens the stores owning id and the sandbox backends.
 func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, error) {
 	cfg, err := d.loadConfig()
 	if err != nil {
@@ -49,32 +48,45 @@ func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, erro
 		return nil, err
 	}
 	s := &envSession{st: st, cfg: cfg}
+	s.dep, s.put, s.docker, s.proc = d.envDeployer(cfg, st, id, true)
+	return s, nil
+}
+
+// envDeployer builds the env/agent deployer for entities owned by id's
+// store: "local" and "docker" are the local engine (runner.md §15.1),
+// "process" runs static binaries as local processes. persist marks what it
+// deploys as outliving this process (CLI deploys); bundle and task runs
+// pass false so `sandbox prune` reclaims what a killed run left. Close the
+// returned Docker provider (may be nil) when done.
+func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist bool) (*envdeploy.Deployer, *envdeploy.Putter, *docker.Provider, *process.Provider) {
 	backends := map[string]envdeploy.Backend{}
 	dp, derr := docker.New(&docker.Options{Logger: d.logger()})
 	if derr == nil {
-		s.docker = dp
 		backends["local"], backends["docker"] = dp, dp
 	}
-	s.proc = process.New(filepath.Join(d.sandboxRoot(), "process"), &process.Options{Logger: d.logger()})
-	backends["process"] = s.proc
+	proc := process.New(filepath.Join(d.sandboxRoot(), "process"), &process.Options{Logger: d.logger()})
+	backends["process"] = proc
 	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
-		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents}}
-	s.put = &envdeploy.Putter{Stores: stores, Out: d.stdout}
+		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents},
+		Route: func(id string) (registry.DocumentStore, *artifact.Store) {
+			return st.DocumentsFor(id), st.ArtifactsFor(id)
+		}}
+	put := &envdeploy.Putter{Stores: stores, Out: d.stdout}
 	if dp != nil {
-		s.put.Builder = dp
+		put.Builder = dp
 	} else {
-		s.put.BuilderErr = derr
+		put.BuilderErr = derr
 	}
-	s.dep = &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: true, Out: d.stdout, Logger: d.logger(),
-		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault}
-	s.dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
+	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, Out: d.stdout, Logger: d.logger(),
+		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault, AutoRegisterExamples: true}
+	dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
 		src, err := envdeploy.GatewaySource(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return s.put.PutGateway(ctx, envdeploy.DefaultGatewayID, src)
+		return put.PutGateway(ctx, envdeploy.DefaultGatewayID, src)
 	}
-	return s, nil
+	return dep, put, dp, proc
 }
 
 // parseKV parses repeated K=V flags.
@@ -108,4 +120,21 @@ func versionRef(id string, version int) (registry.Ref, error) {
 		return registry.Ref{}, &registry.InvalidError{Field: "version", Value: fmt.Sprint(version), Reason: "must be >= 1"}
 	}
 	return registry.Ref{ID: id, Version: version}, nil
+}
+
+// runDeployer is the deployer of task and bundle runs (deploy_env,
+// deploy_agent): resources are not persistent, so `sandbox prune` reclaims
+// what a killed run leaves behind. Config problems fall back to defaults
+// (the command already loaded the config once).
+func (d *deps) runDeployer(st *storeSet, id string) *envdeploy.Deployer {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		cfg = config.Defaults()
+	}
+	if st.defaultSandbox != "" {
+		cfg.Sandbox.Default = st.defaultSandbox
+	}
+	dep, _, _, _ := d.envDeployer(cfg, st, id, false)
+	dep.Out = nil // bundle and task output stay the runner's
+	return dep
 }

@@ -50,6 +50,9 @@ type Deployer struct {
 	// Gateway registers the default gateway env when it is missing
 	// (runner.md §15.1 step 2); nil makes a missing gateway an error.
 	Gateway func(ctx context.Context) (*Env, error)
+	// AutoRegisterExamples registers an unknown env id that names one of
+	// Examples (built from source) instead of failing.
+	AutoRegisterExamples bool
 	// ReadyTimeout bounds readiness polling; 0 = 300 s.
 	ReadyTimeout time.Duration
 	// Persist marks resources as outliving this process (CLI deploys); a
@@ -173,7 +176,7 @@ func (d *Deployer) pick(ctx context.Context, spec, def string) (Backend, error) 
 		spec = "docker,process"
 	}
 	names := strings.Split(spec, ",")
-	var errs []string
+	var errs []error
 	for _, n := range names {
 		n = strings.TrimSpace(n)
 		b, ok := d.Backends[n]
@@ -188,16 +191,31 @@ func (d *Deployer) pick(ctx context.Context, spec, def string) (Backend, error) 
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			errs = append(errs, n+": "+err.Error())
+			errs = append(errs, fmt.Errorf("%s: %w", n, err))
 			continue
 		}
 		return b, nil
 	}
 	if len(names) == 1 {
-		return nil, errors.New(errs[0])
+		return nil, errs[0]
 	}
-	return nil, fmt.Errorf("All %d providers failed: %s", len(names), strings.Join(errs, "; "))
+	return nil, &ChainError{Errs: errs}
 }
+
+// ChainError is returned when every provider of a fallback chain failed;
+// its message stays on one line.
+type ChainError struct{ Errs []error }
+
+func (e *ChainError) Error() string {
+	parts := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		parts[i] = err.Error()
+	}
+	return fmt.Sprintf("All %d providers failed: %s", len(e.Errs), strings.Join(parts, "; "))
+}
+
+// Unwrap exposes each provider's error.
+func (e *ChainError) Unwrap() []error { return e.Errs }
 
 func newInstanceID() string {
 	b := make([]byte, 16)
@@ -252,9 +270,20 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if ttl < MinTTL || ttl > MaxTTL {
 		return nil, &registry.InvalidError{Field: "ttl_seconds", Value: strconv.Itoa(int(ttl.Seconds())), Reason: "must be between 60 and 1209600"}
 	}
+	// An unknown env fails first; then the provider, so that a missing
+	// engine fails before an example env or the gateway is built.
 	e, err := d.Stores.getEnv(ctx, req.Env)
+	if err != nil && !(errors.Is(err, registry.ErrNotFound) && d.isExample(req.Env)) {
+		return nil, err
+	}
+	b, err := d.pick(ctx, req.Sandbox, d.DefaultSandbox)
 	if err != nil {
 		return nil, err
+	}
+	if e == nil {
+		if e, err = d.loadEnv(ctx, req.Env); err != nil {
+			return nil, err
+		}
 	}
 	d.printf("Found env: id=%s version=%d type=%s", e.ID, e.Version, e.Type)
 	if e.EnvProviderType == ProviderServer {
@@ -265,10 +294,6 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		return nil, err
 	}
 	gw, err := d.gatewayEnv(ctx, req.GatewayID)
-	if err != nil {
-		return nil, err
-	}
-	b, err := d.pick(ctx, req.Sandbox, d.DefaultSandbox)
 	if err != nil {
 		return nil, err
 	}

@@ -89,7 +89,7 @@ type imageResult struct {
 
 // nextVersion is the version the next put of id in artifacts will get.
 func (p *Putter) nextVersion(ctx context.Context, id string) (int, error) {
-	vs, err := p.Stores.Docs.Versions(ctx, registry.Artifacts, id)
+	vs, err := p.Stores.docsFor(id).Versions(ctx, registry.Artifacts, id)
 	if errors.Is(err, registry.ErrNotFound) {
 		return 1, nil
 	}
@@ -103,7 +103,7 @@ func (p *Putter) nextVersion(ctx context.Context, id string) (int, error) {
 // (and, for Go packages, its binary artifact).
 func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInput, img imagebuild.Image, description string) (*imageResult, error) {
 	if in.ImageRef != "" {
-		di, err := p.Stores.Artifacts.PutDockerImage(ctx, artifactID, artifact.DockerImageInput{
+		di, err := p.Stores.artifactsFor(artifactID).PutDockerImage(ctx, artifactID, artifact.DockerImageInput{
 			ImageName: in.ImageRef, Description: description, Platform: in.Platform}, nil)
 		if err != nil {
 			return nil, err
@@ -150,7 +150,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 		if err != nil {
 			return nil, fmt.Errorf("write image tarball: %w", err)
 		}
-		if res.binary, err = p.Stores.Artifacts.PutFileFromPath(ctx, BinaryArtifactID(artifactID), bin, "app",
+		if res.binary, err = p.Stores.artifactsFor(artifactID).PutFileFromPath(ctx, BinaryArtifactID(artifactID), bin, "app",
 			"static binary of "+artifactID); err != nil {
 			return nil, err
 		}
@@ -208,7 +208,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 	}
 	defer f.Close()
 	in2.Tarball = f
-	if res.image, err = p.Stores.Artifacts.PutDockerImage(ctx, artifactID, in2, p.Stores.Images); err != nil {
+	if res.image, err = p.Stores.artifactsFor(artifactID).PutDockerImage(ctx, artifactID, in2, p.Stores.Images); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -288,7 +288,7 @@ func (p *Putter) PutMCPServer(ctx context.Context, in MCPServerInput) (*Env, err
 	if res.binary != nil {
 		e.BinaryArtifactRef = refOf(res.binary.Header)
 	}
-	d, err := putDoc(ctx, p.Stores.Docs, registry.Envs, in.ID, e)
+	d, err := putDoc(ctx, p.Stores.docsFor(in.ID), registry.Envs, in.ID, e)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 	if res.binary != nil {
 		e.BinaryArtifactRef = refOf(res.binary.Header)
 	}
-	d, err := putDoc(ctx, p.Stores.Docs, registry.Envs, id, e)
+	d, err := putDoc(ctx, p.Stores.docsFor(id), registry.Envs, id, e)
 	if err != nil {
 		return nil, err
 	}
@@ -386,7 +386,7 @@ func (p *Putter) PutMulti(ctx context.Context, in MultiInput) (*Env, error) {
 		refs = append(refs, registry.Ref{ID: e.ID, Version: e.Version})
 	}
 	e := Env{ID: in.ID, Type: TypeMulti, MCPServerRefs: refs, Name: in.Name, EnvProviderType: ProviderGateway, Description: in.Description}
-	d, err := putDoc(ctx, p.Stores.Docs, registry.Envs, in.ID, e)
+	d, err := putDoc(ctx, p.Stores.docsFor(in.ID), registry.Envs, in.ID, e)
 	if err != nil {
 		return nil, err
 	}
@@ -430,7 +430,7 @@ func (p *Putter) PutAgent(ctx context.Context, in AgentInput) (*Agent, error) {
 	if res.binary != nil {
 		a.BinaryArtifactRef = refOf(res.binary.Header)
 	}
-	d, err := putDoc(ctx, p.Stores.Docs, registry.A2AAgents, in.ID, a)
+	d, err := putDoc(ctx, p.Stores.docsFor(in.ID), registry.A2AAgents, in.ID, a)
 	if err != nil {
 		return nil, err
 	}

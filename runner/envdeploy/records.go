@@ -85,12 +85,34 @@ type Stores struct {
 	// RecordsAlso are more stores searched for instance records (the
 	// @local store beside the default one, runner.md §10.7).
 	RecordsAlso []registry.DocumentStore
-	Artifacts   *artifact.Store
-	Images      registry.ImageStore
+	// Route, when set, picks the stores owning an entity id (the @local
+	// store for @local/... ids, runner.md §10.7) for reads of envs, agents
+	// and their artifacts; nil results fall back to Docs and Artifacts.
+	Route     func(id string) (registry.DocumentStore, *artifact.Store)
+	Artifacts *artifact.Store
+	Images    registry.ImageStore
+}
+
+func (s Stores) docsFor(id string) registry.DocumentStore {
+	if s.Route != nil {
+		if d, _ := s.Route(id); d != nil {
+			return d
+		}
+	}
+	return s.Docs
+}
+
+func (s Stores) artifactsFor(id string) *artifact.Store {
+	if s.Route != nil {
+		if _, a := s.Route(id); a != nil {
+			return a
+		}
+	}
+	return s.Artifacts
 }
 
 func (s Stores) getEnv(ctx context.Context, ref registry.Ref) (*Env, error) {
-	d, err := s.Docs.Get(ctx, registry.Envs, ref)
+	d, err := s.docsFor(ref.ID).Get(ctx, registry.Envs, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +130,7 @@ func (s Stores) GetEnv(ctx context.Context, ref registry.Ref) (*Env, error) {
 
 // GetAgent reads an agent document.
 func (s Stores) GetAgent(ctx context.Context, ref registry.Ref) (*Agent, error) {
-	d, err := s.Docs.Get(ctx, registry.A2AAgents, ref)
+	d, err := s.docsFor(ref.ID).Get(ctx, registry.A2AAgents, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -132,18 +154,18 @@ func (s Stores) source(ctx context.Context, imageRef, binaryRef *registry.Ref, i
 	src := Source{Ref: imageName, What: what, PutHint: hint}
 	if imageRef != nil {
 		r := *imageRef
-		if di, err := s.Artifacts.GetDockerImage(ctx, r); err == nil && strings.HasPrefix(di.SourceDigest, "sha256:") {
+		if di, err := s.artifactsFor(r.ID).GetDockerImage(ctx, r); err == nil && strings.HasPrefix(di.SourceDigest, "sha256:") {
 			src.ImageID = di.SourceDigest
 		}
 		src.Tarball = func(ctx context.Context) (io.ReadCloser, error) {
-			rc, _, err := s.Artifacts.OpenImageTarball(ctx, r)
+			rc, _, err := s.artifactsFor(r.ID).OpenImageTarball(ctx, r)
 			return rc, err
 		}
 	}
 	if binaryRef != nil {
 		r := *binaryRef
 		src.Binary = func(ctx context.Context) (io.ReadCloser, error) {
-			rc, _, err := s.Artifacts.OpenFile(ctx, r)
+			rc, _, err := s.artifactsFor(r.ID).OpenFile(ctx, r)
 			return rc, err
 		}
 	}

@@ -242,8 +242,20 @@ func (p *Provider) removeLabelled(ctx context.Context, key, value string, orphan
 
 // Prune implements envdeploy.Backend over everything labelled with an
 // instance.
+//
+// A container whose create or start was still in flight in the engine when
+// its owner died can appear after the first listing, so Prune lists again
+// until a pass removes nothing (at most three passes).
 func (p *Provider) Prune(ctx context.Context, orphaned func(map[string]string) bool) ([]string, error) {
-	return p.removeLabelled(ctx, envdeploy.LabelInstance, "", orphaned)
+	var all []string
+	for range 3 {
+		removed, err := p.removeLabelled(ctx, envdeploy.LabelInstance, "", orphaned)
+		all = append(all, removed...)
+		if err != nil || len(removed) == 0 {
+			return all, err
+		}
+	}
+	return all, nil
 }
 
 // Labelled lists the containers and networks carrying key=value (tests and
