@@ -15,6 +15,12 @@ import (
 // every verification 1, every prompt's trajectory readable.
 func checkBundle(t *testing.T, f *envsteptest.Fixture, name string) *bundle.Report {
 	t.Helper()
+	rep, _ := checkBundleOut(t, f, name)
+	return rep
+}
+
+func checkBundleOut(t *testing.T, f *envsteptest.Fixture, name string) (*bundle.Report, string) {
+	t.Helper()
 	rep, out := f.RunBundle(t, name, "process")
 	if rep.Failed() {
 		t.Fatalf("%s failed:\n%s", name, out)
@@ -53,7 +59,7 @@ func checkBundle(t *testing.T, f *envsteptest.Fixture, name string) *bundle.Repo
 			}
 		}
 	}
-	return rep
+	return rep, out
 }
 
 func TestBundleQ3Email(t *testing.T) {
@@ -87,5 +93,28 @@ func TestBundleHandoff(t *testing.T) {
 	}
 	if rep.TornDown != 4 {
 		t.Errorf("tore down %d, want 2 envs and 2 agents", rep.TornDown)
+	}
+}
+
+func TestBundleOffice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("office deploys 25 workloads")
+	}
+	f := envsteptest.New(t)
+	rep, out := checkBundleOut(t, f, "office")
+	rc := rep.Contexts()[0]
+	if v := rc.Verifications(); len(v) != 20 {
+		t.Errorf("%d verifications, want 20", len(v))
+	}
+	pr, err := rc.PromptResponseEntry("c7")
+	if err != nil || pr["conversation_turns"] != float64(2) || pr["response"] != "You're welcome, goodbye!" {
+		t.Errorf("conversation c7: %v %v", pr, err)
+	}
+	if urls, _ := pr["target_agent_per_turn_trajectory_object_urls"].([]any); len(urls) != 2 {
+		t.Errorf("per-turn trajectories %v", pr["target_agent_per_turn_trajectory_object_urls"])
+	}
+	t.Logf("office ran in %.1fs", rep.Runs[0].Seconds)
+	if testing.Verbose() {
+		t.Log(out)
 	}
 }
