@@ -56,8 +56,8 @@ func (d *deps) logger() *slog.Logger {
 // newRootCmd builds a fresh command tree.
 func newRootCmd(d *deps) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "agent-env",
-		Short:         "Build environments for AI agents, run agents in them, and score what they did",
+		Use:   "agent-env",
+		Short: "Build environments for AI agents, run agents in them, and score what they did",
 		Long: "Build environments for AI agents, run agents in them, and score what they did.\n\n" +
 			"Start here:\n" +
 			"  agent-env run hello                      run the built-in hello bundle (no containers, no model)\n" +
