@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/registry/internal/docprep"
 )
 
 // Store is the in-memory DocumentStore. It is safe for concurrent use.
@@ -52,23 +52,6 @@ func cloneDoc(d registry.Document) registry.Document { d.Data = clone(d.Data); r
 
 func cloneRec(r registry.Record) registry.Record { r.Data = clone(r.Data); return r }
 
-func prepare(body json.RawMessage) (map[string]any, string, error) {
-	m, err := registry.DecodeObject(body)
-	if err != nil {
-		return nil, "", err
-	}
-	m = redact.Strip(m).(map[string]any)
-	typ := ""
-	if v, ok := m["type"]; ok && v != nil {
-		s, ok := v.(string)
-		if !ok {
-			return nil, "", &registry.InvalidError{Field: "type", Reason: "must be a string"}
-		}
-		typ = s
-	}
-	return m, typ, nil
-}
-
 // Put inserts the next version of id.
 func (s *Store) Put(ctx context.Context, c registry.Collection, id string, body json.RawMessage, o *registry.PutOptions) (registry.Document, error) {
 	if err := c.CheckVersioned(); err != nil {
@@ -77,7 +60,7 @@ func (s *Store) Put(ctx context.Context, c registry.Collection, id string, body 
 	if err := registry.ValidateID(id); err != nil {
 		return registry.Document{}, err
 	}
-	m, typ, err := prepare(body)
+	m, typ, err := docprep.Document(body)
 	if err != nil {
 		return registry.Document{}, err
 	}
@@ -203,14 +186,8 @@ func (s *Store) List(ctx context.Context, c registry.Collection, o *registry.Lis
 
 // UpdateMetadata is the timestamp compare-and-swap on a version's metadata.
 func (s *Store) UpdateMetadata(ctx context.Context, c registry.Collection, ref registry.Ref, expect string, patch map[string]any) (registry.Document, error) {
-	if err := c.CheckVersioned(); err != nil {
+	if err := docprep.CheckMetadataUpdate(c, ref, patch); err != nil {
 		return registry.Document{}, err
-	}
-	if ref.Version < 1 {
-		return registry.Document{}, &registry.InvalidError{Field: "version", Value: ref.String(), Reason: "metadata updates need an exact version"}
-	}
-	if _, ok := patch["updated_at"]; ok {
-		return registry.Document{}, &registry.InvalidError{Field: "metadata.updated_at", Reason: "set by the store"}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -222,25 +199,9 @@ func (s *Store) UpdateMetadata(ctx context.Context, c registry.Collection, ref r
 		return registry.Document{}, &registry.NotFoundError{Kind: c.Kind(), ID: ref.ID, Version: ref.Version}
 	}
 	d := vs[ref.Version-1]
-	doc, err := registry.DecodeObject(d.Data)
+	data, err := docprep.PatchMetadata(c, ref, d.Data, expect, patch, now())
 	if err != nil {
 		return registry.Document{}, err
-	}
-	meta, _ := doc["metadata"].(map[string]any)
-	if meta == nil {
-		meta = map[string]any{}
-	}
-	if cur, _ := meta["updated_at"].(string); cur != expect {
-		return registry.Document{}, fmt.Errorf("%w: %s %s metadata.updated_at is %q, not %q", registry.ErrConflict, c.Kind(), ref, cur, expect)
-	}
-	for k, v := range patch {
-		meta[k] = v
-	}
-	meta["updated_at"] = registry.FormatISO(now())
-	doc["metadata"] = meta
-	data, err := json.Marshal(redact.Strip(doc))
-	if err != nil {
-		return registry.Document{}, &registry.InvalidError{Field: "metadata", Reason: err.Error()}
 	}
 	d.Data = data
 	vs[ref.Version-1] = d

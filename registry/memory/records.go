@@ -9,51 +9,12 @@ import (
 	"strings"
 
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/registry/internal/docprep"
 )
-
-func checkKey(key string) error {
-	if key == "" {
-		return &registry.InvalidError{Field: "key", Reason: "empty"}
-	}
-	if len(key) > registry.MaxIDBytes {
-		return &registry.InvalidError{Field: "key", Value: key[:32] + "...", Reason: "longer than 4096 bytes"}
-	}
-	if strings.ContainsAny(key, "\x00\n\r") {
-		return &registry.InvalidError{Field: "key", Value: key, Reason: "control characters not allowed"}
-	}
-	return nil
-}
-
-func encode(c registry.Collection, key string, m map[string]any) ([]byte, error) {
-	m = redact.Strip(m).(map[string]any)
-	if f := c.KeyField(); f != "" {
-		m[f] = key
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, &registry.InvalidError{Field: "document", Reason: err.Error()}
-	}
-	return b, nil
-}
-
-func (s *Store) prepareRecord(c registry.Collection, key string, body json.RawMessage) ([]byte, error) {
-	if err := c.CheckRecords(); err != nil {
-		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	m, err := registry.DecodeObject(body)
-	if err != nil {
-		return nil, err
-	}
-	return encode(c, key, m)
-}
 
 // InsertRecord creates a record; ErrAlreadyExists if the key is taken.
 func (s *Store) InsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
-	data, err := s.prepareRecord(c, key, body)
+	data, err := docprep.Record(c, key, body)
 	if err != nil {
 		return registry.Record{}, err
 	}
@@ -82,7 +43,7 @@ func (s *Store) insertLocked(c registry.Collection, key string, data []byte) reg
 
 // UpsertRecord replaces the body of key (or creates it), bumping Rev.
 func (s *Store) UpsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
-	data, err := s.prepareRecord(c, key, body)
+	data, err := docprep.Record(c, key, body)
 	if err != nil {
 		return registry.Record{}, err
 	}
@@ -104,7 +65,7 @@ func (s *Store) GetRecord(ctx context.Context, c registry.Collection, key string
 	if err := c.CheckRecords(); err != nil {
 		return registry.Record{}, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := docprep.RecordKey(key); err != nil {
 		return registry.Record{}, err
 	}
 	s.mu.RLock()
@@ -137,7 +98,7 @@ func (s *Store) UpdateRecord(ctx context.Context, c registry.Collection, key str
 			}
 			return registry.Record{}, fmt.Errorf("update %s %s: %w", c.Kind(), key, err)
 		}
-		data, err := encode(c, key, doc)
+		data, err := docprep.EncodeRecord(c, key, doc)
 		if err != nil {
 			return registry.Record{}, err
 		}
@@ -170,7 +131,7 @@ func (s *Store) DeleteRecord(ctx context.Context, c registry.Collection, key str
 	if err := c.CheckRecords(); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := docprep.RecordKey(key); err != nil {
 		return err
 	}
 	s.mu.Lock()

@@ -12,7 +12,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/registry/internal/docprep"
 )
 
 type recRow struct {
@@ -29,49 +29,9 @@ func (r recRow) record(c registry.Collection) registry.Record {
 	return registry.Record{Collection: c, Key: r.Rkey, Rev: r.Rev, CreatedAt: ct, UpdatedAt: ut, Data: json.RawMessage(r.Doc)}
 }
 
-func checkKey(key string) error {
-	if key == "" {
-		return &registry.InvalidError{Field: "key", Reason: "empty"}
-	}
-	if len(key) > registry.MaxIDBytes {
-		return &registry.InvalidError{Field: "key", Value: key[:32] + "...", Reason: "longer than 4096 bytes"}
-	}
-	if strings.ContainsAny(key, "\x00\n\r") {
-		return &registry.InvalidError{Field: "key", Value: key, Reason: "control characters not allowed"}
-	}
-	return nil
-}
-
-// encodeRecord strips secrets, stamps the key field and marshals.
-func encodeRecord(c registry.Collection, key string, m map[string]any) ([]byte, error) {
-	m = redact.Strip(m).(map[string]any)
-	if f := c.KeyField(); f != "" {
-		m[f] = key
-	}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, &registry.InvalidError{Field: "document", Reason: err.Error()}
-	}
-	return b, nil
-}
-
-func (s *Store) recordArgs(c registry.Collection, key string, body json.RawMessage) ([]byte, error) {
-	if err := c.CheckRecords(); err != nil {
-		return nil, err
-	}
-	if err := checkKey(key); err != nil {
-		return nil, err
-	}
-	m, err := registry.DecodeObject(body)
-	if err != nil {
-		return nil, err
-	}
-	return encodeRecord(c, key, m)
-}
-
 // InsertRecord creates a record; ErrAlreadyExists if the key is taken.
 func (s *Store) InsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
-	data, err := s.recordArgs(c, key, body)
+	data, err := docprep.Record(c, key, body)
 	if err != nil {
 		return registry.Record{}, err
 	}
@@ -90,7 +50,7 @@ func (s *Store) InsertRecord(ctx context.Context, c registry.Collection, key str
 
 // UpsertRecord replaces the body of key (or creates it), bumping Rev.
 func (s *Store) UpsertRecord(ctx context.Context, c registry.Collection, key string, body json.RawMessage) (registry.Record, error) {
-	data, err := s.recordArgs(c, key, body)
+	data, err := docprep.Record(c, key, body)
 	if err != nil {
 		return registry.Record{}, err
 	}
@@ -119,7 +79,7 @@ func (s *Store) GetRecord(ctx context.Context, c registry.Collection, key string
 	if err := c.CheckRecords(); err != nil {
 		return registry.Record{}, err
 	}
-	if err := checkKey(key); err != nil {
+	if err := docprep.RecordKey(key); err != nil {
 		return registry.Record{}, err
 	}
 	var rows []recRow
@@ -151,7 +111,7 @@ func (s *Store) UpdateRecord(ctx context.Context, c registry.Collection, key str
 			}
 			return registry.Record{}, fmt.Errorf("update %s %s: %w", c.Kind(), key, err)
 		}
-		data, err := encodeRecord(c, key, doc)
+		data, err := docprep.EncodeRecord(c, key, doc)
 		if err != nil {
 			return registry.Record{}, err
 		}
@@ -183,7 +143,7 @@ func (s *Store) DeleteRecord(ctx context.Context, c registry.Collection, key str
 	if err := c.CheckRecords(); err != nil {
 		return err
 	}
-	if err := checkKey(key); err != nil {
+	if err := docprep.RecordKey(key); err != nil {
 		return err
 	}
 	res := s.db.WithContext(ctx).Exec(`DELETE FROM `+table(c)+` WHERE rkey = ?`, key)

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/registry/internal/docprep"
 )
 
 // Dialect is what differs between SQL backends.
@@ -124,24 +124,6 @@ func (s *Store) Close() error {
 	return sqlDB.Close()
 }
 
-// prepare decodes body, strips secrets and reads the type.
-func prepare(body json.RawMessage) (map[string]any, string, error) {
-	m, err := registry.DecodeObject(body)
-	if err != nil {
-		return nil, "", err
-	}
-	m = redact.Strip(m).(map[string]any)
-	typ := ""
-	if v, ok := m["type"]; ok && v != nil {
-		str, ok := v.(string)
-		if !ok {
-			return nil, "", &registry.InvalidError{Field: "type", Reason: "must be a string"}
-		}
-		typ = str
-	}
-	return m, typ, nil
-}
-
 // Put inserts the next version of id.
 func (s *Store) Put(ctx context.Context, c registry.Collection, id string, body json.RawMessage, o *registry.PutOptions) (registry.Document, error) {
 	if err := c.CheckVersioned(); err != nil {
@@ -150,7 +132,7 @@ func (s *Store) Put(ctx context.Context, c registry.Collection, id string, body 
 	if err := registry.ValidateID(id); err != nil {
 		return registry.Document{}, err
 	}
-	m, typ, err := prepare(body)
+	m, typ, err := docprep.Document(body)
 	if err != nil {
 		return registry.Document{}, err
 	}
@@ -352,14 +334,8 @@ var _ registry.MetadataUpdater = (*Store)(nil)
 
 // UpdateMetadata is the timestamp compare-and-swap on a version's metadata.
 func (s *Store) UpdateMetadata(ctx context.Context, c registry.Collection, ref registry.Ref, expect string, patch map[string]any) (registry.Document, error) {
-	if err := c.CheckVersioned(); err != nil {
+	if err := docprep.CheckMetadataUpdate(c, ref, patch); err != nil {
 		return registry.Document{}, err
-	}
-	if ref.Version < 1 {
-		return registry.Document{}, &registry.InvalidError{Field: "version", Value: ref.String(), Reason: "metadata updates need an exact version"}
-	}
-	if _, ok := patch["updated_at"]; ok {
-		return registry.Document{}, &registry.InvalidError{Field: "metadata.updated_at", Reason: "set by the store"}
 	}
 	var out registry.Document
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -376,27 +352,9 @@ func (s *Store) UpdateMetadata(ctx context.Context, c registry.Collection, ref r
 		if len(rows) == 0 {
 			return &registry.NotFoundError{Kind: c.Kind(), ID: ref.ID, Version: ref.Version}
 		}
-		doc, err := registry.DecodeObject([]byte(rows[0].Doc))
+		data, err := docprep.PatchMetadata(c, ref, []byte(rows[0].Doc), expect, patch, s.now())
 		if err != nil {
-			return fmt.Errorf("%s %s: stored document is corrupt: %w", c.Kind(), ref, err)
-		}
-		meta, _ := doc["metadata"].(map[string]any)
-		if meta == nil {
-			meta = map[string]any{}
-		}
-		cur, _ := meta["updated_at"].(string)
-		if cur != expect {
-			return fmt.Errorf("%w: %s %s metadata.updated_at is %q, not %q", registry.ErrConflict, c.Kind(), ref, cur, expect)
-		}
-		for k, v := range patch {
-			meta[k] = v
-		}
-		meta["updated_at"] = registry.FormatISO(s.now())
-		doc["metadata"] = meta
-		doc = redact.Strip(doc).(map[string]any)
-		data, err := json.Marshal(doc)
-		if err != nil {
-			return &registry.InvalidError{Field: "metadata", Reason: err.Error()}
+			return err
 		}
 		if err := tx.Exec(`UPDATE `+table(c)+` SET doc = ? WHERE id = ? AND version = ?`, string(data), ref.ID, ref.Version).Error; err != nil {
 			return err
