@@ -28,7 +28,18 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 		Use:     "create FILE",
 		Aliases: []string{"put"},
 		Short:   "Store a task from a JSON array of steps",
-		Args:    cobra.ExactArgs(1),
+		Long: "Store a task: FILE is a JSON array of step objects, each with an id, a type and that\n" +
+			"type's fields (depends_on names earlier steps). The steps are checked first (unknown\n" +
+			"types, duplicate ids, bad depends_on, missing fields) and preflight checks that the\n" +
+			"referenced artifacts exist; nothing is saved when either finds a problem.",
+		Example: "  cat > steps.json <<'JSON'\n" +
+			"  [{\"id\":\"box\",\"type\":\"deploy_sandbox\",\"sandbox_name\":\"box\",\"sandbox_mode\":\"vm\"},\n" +
+			"   {\"id\":\"check\",\"type\":\"verify_sandbox\",\"sandbox_name\":\"box\",\"verifier_id\":\"ok\",\n" +
+			"    \"criteria\":[{\"type\":\"bash_cmd_succeeds\",\"bash_cmd\":\"true\"}]}]\n" +
+			"  JSON\n" +
+			"  agent-env task create steps.json --id my-task\n" +
+			"  agent-env task run --id my-task",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if asJSON {
