@@ -18,6 +18,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
 	"github.com/agentenv/agentenv/runner/steps/registerenvtriggers"
 	"github.com/agentenv/agentenv/runner/steps/resetenv"
+	"github.com/agentenv/agentenv/runner/steps/rubricsverifier"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
@@ -43,5 +44,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(modifyenvtoolaccess.StepInfo())
 	r.Register(snapshotenv.StepInfo())
 	r.Register(resetenv.StepInfo())
+	r.Register(rubricsverifier.StepInfo())
 	return r
 }

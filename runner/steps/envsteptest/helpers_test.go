@@ -50,3 +50,8 @@ func hungAgent(t *testing.T) *hung {
 	t.Cleanup(h.Close)
 	return h
 }
+
+func asJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}

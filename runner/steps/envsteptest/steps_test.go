@@ -1,0 +1,132 @@
+package envsteptest_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/internal/fakemodel"
+	"github.com/agentenv/agentenv/runner/steps/envsteptest"
+)
+
+const scriptedAssistant = `{"id":"agent","type":"deploy_agent","a2a_agent_id":"scripted","env_ids":["email"],"role":"assistant",
+  "agent_config":{"script":{"default":{"steps":[{"tool":"email_send_message","arguments":{"to":["bob@example.com"],"subject":"Hi","body":"Hello Bob"}}],"reply":"Sent."}}}}`
+
+// TestToolAccessSnapshotReset: modify_env_tool_access hides a tool for a
+// role; snapshot_env exports the env as an environment universe; reset_env
+// empties it; load_artifact of the snapshot restores it.
+func TestToolAccessSnapshotReset(t *testing.T) {
+	f := envsteptest.New(t)
+	f.PutInbox(t, "inbox", inbox)
+	rc, _, err := f.Run(t, `[
+	 {"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"load","type":"load_artifact","env_id":"email","artifact_id":"inbox"},
+	 {"id":"deny","type":"modify_env_tool_access","env_id":"email","action":"disable","role":"assistant","tools":["email_send_message"]},
+	 {"id":"denied","type":"env_outcome_verifier","env_id":"email","verifier_id":"denied","checks":[
+	   {"tool":"email_send_message","role":"assistant","args":{"to":["x@example.com"],"subject":"s","body":"b"},"expect_error":true,"predicate":{"regex":"disabled for role 'assistant'"}},
+	   {"tool":"email_list_messages","role":"other","args":{"folder":"inbox"},"extract":"messages[0].id","predicate":{"equals":"m1"}}]},
+	 {"id":"allow","type":"modify_env_tool_access","env_id":"email","action":"enable","role":"assistant","tools":"*"},
+	 {"id":"snap","type":"snapshot_env","env_id":"email","snapshot_id":"snap-1"},
+	 {"id":"reset","type":"reset_env","env_id":"email"},
+	 {"id":"empty","type":"env_outcome_verifier","env_id":"email","verifier_id":"empty","checks":[
+	   {"data":"email","extract":"messages","predicate":{"exists":false}}]},
+	 {"id":"restore","type":"load_artifact","env_id":"email","artifact_id":"snap-1"},
+	 {"id":"restored","type":"env_outcome_verifier","env_id":"email","verifier_id":"restored","checks":[
+	   {"data":"email","extract":{"path":"messages","match":{"id":{"equals":"m1"}},"take":"subject"},"predicate":{"equals":"Q3 report"}}]}
+	]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"denied", "empty", "restored"} {
+		if v, _ := rc.Verification(id); v.Score != 1 {
+			t.Errorf("%s: %+v", id, v)
+		}
+	}
+	changes, _ := rc.Metadata("tool_access_changes")
+	l, _ := changes.([]any)
+	if len(l) != 2 || !strings.Contains(asJSON(l[0]), `"disabled":["email_send_message"]`) {
+		t.Errorf("tool_access_changes %s", asJSON(changes))
+	}
+	snap, _ := rc.Metadata("env_snapshotted_universes")
+	if !strings.Contains(asJSON(snap), `"snap":{"id":"snap-1","version":1}`) {
+		t.Errorf("env_snapshotted_universes %s", asJSON(snap))
+	}
+	unis, _ := rc.Metadata("loaded_environment_universes")
+	if !strings.Contains(asJSON(unis), `"id":"snap-1"`) {
+		t.Errorf("loaded_environment_universes %s", asJSON(unis))
+	}
+}
+
+// TestEnvStepErrors: the documented refusals of the env steps.
+func TestEnvStepErrors(t *testing.T) {
+	f := envsteptest.New(t)
+	cases := []struct {
+		name, steps, want string
+	}{
+		{"unknown env", `{"id":"x","type":"modify_env_tool_access","env_id":"nope","action":"disable","role":"r","tools":["a"]}`, `no env named "nope"`},
+		{"executor without role", `{"id":"w","type":"deploy_agent","agent_name":"world","a2a_agent_id":"scripted","env_ids":["email"]},
+		  {"id":"x","type":"register_env_triggers","env_id":"email","executor_agent_name":"world","triggers":[{"id":"a","when":{"type":"action","tool":"email_send_message"},"actions":[{"type":"nl","instruction":"hi"}]}]}`,
+			"has no explicit role"},
+		{"executor role watched", `{"id":"w","type":"deploy_agent","agent_name":"world","a2a_agent_id":"scripted","env_ids":["email"],"role":"default"},
+		  {"id":"x","type":"register_env_triggers","env_id":"email","executor_agent_name":"world","triggers":[{"id":"a","when":{"type":"action","tool":"email_send_message"},"actions":[{"type":"nl","instruction":"hi"}]}]}`,
+			`its role "default" is in watch_roles`},
+		{"gateway refuses a trigger", `{"id":"x","type":"register_env_triggers","env_id":"email","triggers":[{"id":"a","when":{"type":"bogus"},"actions":[]}]}`, "HTTP 400"},
+		{"unknown peer", scriptedAssistant + `,{"id":"p","type":"peer_agents","peerings":[{"source_agent_name":"default-agent","peer_agent_names":["ghost"]}]}`, `no agent named "ghost"`},
+		{"unknown agent id", `{"id":"a","type":"deploy_agent","a2a_agent_id":"ghost-agent","env_ids":["email"]}`, "not found"},
+		{"agent env not deployed", `{"id":"a","type":"deploy_agent","a2a_agent_id":"scripted","env_ids":["calendar"]}`, `no env named "calendar"`},
+		{"duplicate env", `{"id":"again","type":"deploy_env","env_id":"email","ttl_seconds":600}`, "already"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+tc.steps+`]`, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	// Validation errors name the field.
+	for steps, want := range map[string]string{
+		`[{"id":"c","type":"sync_env_clock","env_id":"email","virtual_time":"Monday"}]`:                                                  "virtual_time",
+		`[{"id":"m","type":"modify_env_tool_access","env_id":"email","action":"hide","role":"r","tools":["a"]}]`:                         "action",
+		`[{"id":"p","type":"peer_agents","peerings":[{"source_agent_name":"a","peer_agent_names":["a"]}]}]`:                              "lists itself",
+		`[{"id":"v","type":"env_outcome_verifier","env_id":"email","checks":[{"tool":"t","data":"email","predicate":{"exists":true}}]}]`: "exactly one of tool or data",
+		`[{"id":"r","type":"rubrics_verifier","prompt_id":"p","criteria":[{"id":"a","criterion":"x"},{"id":"a","criterion":"y"}]}]`:      "duplicate criterion",
+		`[{"id":"q","type":"prompt_agent","prompt":"hi","parts":[{"kind":"text","text":"hi"}]}]`:                                         "exactly one of prompt or parts",
+	} {
+		if _, err := f.Runner.ParseTask("t", 1, []byte(steps)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", steps, err, want)
+		}
+	}
+}
+
+// TestRubricsVerifier: the judge (a fake OpenAI-compatible server) grades
+// the reply and the trajectory it was sent.
+func TestRubricsVerifier(t *testing.T) {
+	f := envsteptest.New(t)
+	m := fakemodel.New([]fakemodel.Reply{{Text: "Verdicts: " +
+		`{"results":[{"id":"sent","result":true,"justification":"The trajectory shows email_send_message."},{"id":"polite","result":false,"justification":"No greeting."}]}`}}, nil)
+	t.Cleanup(m.Close)
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+scriptedAssistant+`,
+	 {"id":"p","type":"prompt_agent","prompt_id":"p1","prompt":"Say hi to Bob","poll_interval_seconds":0.05},
+	 {"id":"judge","type":"rubrics_verifier","prompt_id":"p1","verifier_id":"rubric","score_aggregator":"weighted_average",
+	  "criteria":[{"id":"sent","criterion":"The agent sent the mail","weight":3},{"id":"polite","criterion":"The reply greets Bob","weight":1},{"id":"extra","criterion":"Unanswered","weight":0}]},
+	 {"id":"missing","type":"rubrics_verifier","prompt_id":"nope","verifier_id":"missing","criteria":[{"id":"a","criterion":"x"}]}
+	]`, map[string]any{"metadata": map[string]any{"user_overrides": map[string]any{"judge_litellm_base_url": m.URL(), "judge_litellm_api_key": "sk-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, _ := rc.Verification("rubric")
+	if v.Score != 0.75 || len(v.Results) != 3 || v.Results[2]["justification"] != "the judge gave no verdict for this criterion" {
+		t.Errorf("rubric %s", asJSON(v))
+	}
+	reqs := m.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[1].Content, "email_send_message") || reqs[0].Header.Get("Authorization") != "Bearer sk-secret" {
+		t.Errorf("judge request %+v", reqs)
+	}
+	if strings.Contains(asJSON(rc.SafeSnapshot()), "sk-secret") {
+		t.Errorf("the judge key leaked into the safe context")
+	}
+	mv, _ := rc.Verification("missing")
+	if mv.Score != 0 || mv.Results[0]["id"] != "missing_prompt" {
+		t.Errorf("missing %s", asJSON(mv))
+	}
+}
