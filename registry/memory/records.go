@@ -153,28 +153,14 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	if err := c.CheckRecords(); err != nil {
 		return nil, err
 	}
-	var opt registry.RecordQuery
-	if q != nil {
-		opt = *q
-	}
-	if opt.Limit < 0 || opt.Offset < 0 {
-		return nil, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
-	}
-	var filters []registry.Filter
-	for path, v := range opt.Where {
-		filters = append(filters, registry.Filter{Path: path, Op: registry.OpEq, Value: v})
-	}
-	filters = append(filters, opt.Filters...)
-	for _, f := range filters {
-		if err := f.Validate(); err != nil {
-			return nil, err
-		}
+	opt, filters, err := docprep.RecordQuery(q)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.RLock()
 	type item struct {
 		r   registry.Record
 		seq int64
-		doc map[string]any
 	}
 	var items []item
 	for key, r := range s.records[c] {
@@ -189,57 +175,9 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 		return nil, errClosed
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i].seq < items[j].seq })
-	kept := items[:0]
-	for _, it := range items {
-		doc, err := registry.DecodeObject(it.r.Data)
-		if err != nil {
-			continue
-		}
-		ok := true
-		for _, f := range filters {
-			if !f.Match(doc) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			it.doc = doc
-			kept = append(kept, it)
-		}
-	}
-	items = kept
-	if opt.OrderBy != "" {
-		sort.SliceStable(items, func(i, j int) bool {
-			a, aok := registry.Lookup(items[i].doc, opt.OrderBy)
-			b, bok := registry.Lookup(items[j].doc, opt.OrderBy)
-			aok, bok = aok && a != nil, bok && b != nil
-			if !aok || !bok {
-				return aok && !bok
-			}
-			c, ok := registry.CompareJSON(a, b)
-			if !ok {
-				c = strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-			}
-			if opt.Desc {
-				return c > 0
-			}
-			return c < 0
-		})
-	} else if opt.Desc {
-		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
-			items[i], items[j] = items[j], items[i]
-		}
-	}
-	if opt.Offset >= len(items) {
-		return []registry.Record{}, nil
-	}
-	items = items[opt.Offset:]
-	if opt.Limit > 0 && opt.Limit < len(items) {
-		items = items[:opt.Limit]
-	}
-	out := make([]registry.Record, len(items))
+	recs := make([]registry.Record, len(items))
 	for i, it := range items {
-		out[i] = it.r
+		recs[i] = it.r
 	}
-	return out, nil
+	return docprep.SelectRecords(recs, filters, opt), nil
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -156,27 +154,15 @@ func (s *Store) DeleteRecord(ctx context.Context, c registry.Collection, key str
 	return nil
 }
 
-// QueryRecords filters and orders records in Go.
+// QueryRecords selects the key range in SQL, then filters and orders in
+// Go (docprep.SelectRecords) exactly as the memory store does.
 func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *registry.RecordQuery) ([]registry.Record, error) {
 	if err := c.CheckRecords(); err != nil {
 		return nil, err
 	}
-	var opt registry.RecordQuery
-	if q != nil {
-		opt = *q
-	}
-	if opt.Limit < 0 || opt.Offset < 0 {
-		return nil, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
-	}
-	filters := make([]registry.Filter, 0, len(opt.Where)+len(opt.Filters))
-	for _, path := range sortedKeys(opt.Where) {
-		filters = append(filters, registry.Filter{Path: path, Op: registry.OpEq, Value: opt.Where[path]})
-	}
-	filters = append(filters, opt.Filters...)
-	for _, f := range filters {
-		if err := f.Validate(); err != nil {
-			return nil, err
-		}
+	opt, filters, err := docprep.RecordQuery(q)
+	if err != nil {
+		return nil, err
 	}
 	sql := `SELECT rkey, rev, created_at, updated_at, doc FROM ` + table(c)
 	var args []any
@@ -193,83 +179,9 @@ func (s *Store) QueryRecords(ctx context.Context, c registry.Collection, q *regi
 	if err := s.db.WithContext(ctx).Raw(sql, args...).Scan(&rows).Error; err != nil {
 		return nil, s.wrap("query "+string(c), err)
 	}
-	type item struct {
-		r   registry.Record
-		doc map[string]any
+	recs := make([]registry.Record, len(rows))
+	for i, row := range rows {
+		recs[i] = row.record(c)
 	}
-	var items []item
-	for _, row := range rows {
-		r := row.record(c)
-		var doc map[string]any
-		if len(filters) > 0 || opt.OrderBy != "" {
-			d, err := registry.DecodeObject(r.Data)
-			if err != nil {
-				continue // a corrupt row never matches a filter
-			}
-			doc = d
-		}
-		ok := true
-		for _, f := range filters {
-			if !f.Match(doc) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			items = append(items, item{r, doc})
-		}
-	}
-	if opt.OrderBy != "" {
-		sort.SliceStable(items, func(i, j int) bool {
-			a, aok := present(items[i].doc, opt.OrderBy)
-			b, bok := present(items[j].doc, opt.OrderBy)
-			if !aok || !bok {
-				return aok && !bok // absent values last, whatever the direction
-			}
-			cmp := compare(a, b)
-			if opt.Desc {
-				return cmp > 0
-			}
-			return cmp < 0
-		})
-	} else if opt.Desc {
-		for i, j := 0, len(items)-1; i < j; i, j = i+1, j-1 {
-			items[i], items[j] = items[j], items[i]
-		}
-	}
-	if opt.Offset >= len(items) {
-		return []registry.Record{}, nil
-	}
-	items = items[opt.Offset:]
-	if opt.Limit > 0 && opt.Limit < len(items) {
-		items = items[:opt.Limit]
-	}
-	out := make([]registry.Record, len(items))
-	for i, it := range items {
-		out[i] = it.r
-	}
-	return out, nil
-}
-
-func present(doc map[string]any, path string) (any, bool) {
-	v, ok := registry.Lookup(doc, path)
-	return v, ok && v != nil
-}
-
-// compare orders numbers numerically, strings lexically, and mixed kinds
-// by their text.
-func compare(a, b any) int {
-	if c, ok := registry.CompareJSON(a, b); ok {
-		return c
-	}
-	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
-}
-
-func sortedKeys(m map[string]any) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return docprep.SelectRecords(recs, filters, opt), nil
 }
