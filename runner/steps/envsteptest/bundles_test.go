@@ -21,7 +21,7 @@ func checkBundle(t *testing.T, f *envsteptest.Fixture, name string) *bundle.Repo
 
 func checkBundleOut(t *testing.T, f *envsteptest.Fixture, name string) (*bundle.Report, string) {
 	t.Helper()
-	rep, out := f.RunBundle(t, name, "process")
+	rep, out := f.RunBundle(t, name, f.Services.Deployer.DefaultSandbox)
 	if rep.Failed() {
 		t.Fatalf("%s failed:\n%s", name, out)
 	}
@@ -70,6 +70,16 @@ func TestBundleQ3Email(t *testing.T) {
 	}
 	if !strings.Contains(rep.Runs[0].SummaryLine(), "passed (outcome: 1, reply: 1)") {
 		t.Errorf("summary %q", rep.Runs[0].SummaryLine())
+	}
+}
+
+// TestBundleQ3EmailDocker runs q3-email on the Docker sandbox (images
+// FROM scratch, one network per env, the agent joined to it).
+func TestBundleQ3EmailDocker(t *testing.T) {
+	f := envsteptest.NewOn(t, "docker")
+	rep := checkBundle(t, f, "q3-email")
+	if rep.TornDown != 2 {
+		t.Errorf("tore down %d, want the env and the agent", rep.TornDown)
 	}
 }
 

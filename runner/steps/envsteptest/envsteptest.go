@@ -23,6 +23,7 @@ import (
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/sandbox/docker"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
 	"github.com/agentenv/agentenv/runner/steps"
 )
@@ -92,8 +93,13 @@ type Fixture struct {
 	Putter   *envdeploy.Putter
 }
 
-// New builds the fixture.
-func New(t *testing.T) *Fixture {
+// New builds the fixture on the process sandbox.
+func New(t *testing.T) *Fixture { t.Helper(); return NewOn(t, "process") }
+
+// NewOn builds the fixture on sandbox "process" or "docker" (skipping the
+// test when no Docker engine answers). On Docker the images are built
+// FROM scratch from the same binaries.
+func NewOn(t *testing.T, sandbox string) *Fixture {
 	t.Helper()
 	b := Build(t)
 	dir := t.TempDir()
@@ -110,6 +116,25 @@ func New(t *testing.T) *Fixture {
 	arts := artifact.New(docs, objs, nil)
 	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(objs, nil)}
 	put := &envdeploy.Putter{Stores: st, TempDir: t.TempDir()}
+	var backend envdeploy.Backend
+	switch sandbox {
+	case "docker":
+		dp, err := docker.New(nil)
+		if err == nil {
+			err = dp.Check(ctx)
+		}
+		if err != nil {
+			t.Skipf("no Docker engine: %v", err)
+		}
+		t.Cleanup(func() { _ = dp.Close() })
+		backend, put.Builder = dp, dp
+		st.Images = localimage.New(objs, &localimage.Options{RepositoryPrefix: "agentenvtest-" + runner.RandomHex(4)})
+		put.Stores = st
+	default:
+		pb := process.New(filepath.Join(dir, "proc"), nil)
+		t.Cleanup(func() { _ = pb.Close() })
+		backend = pb
+	}
 	if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, envdeploy.ImageInput{Binary: b.Gateway}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,10 +149,8 @@ func New(t *testing.T) *Fixture {
 	if _, err := put.PutAgent(ctx, envdeploy.AgentInput{ID: "scripted", Image: envdeploy.ImageInput{Binary: b.Agent}}); err != nil {
 		t.Fatal(err)
 	}
-	pb := process.New(filepath.Join(dir, "proc"), nil)
-	t.Cleanup(func() { _ = pb.Close() })
-	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"process": pb}, DefaultSandbox: "process",
-		AgentSandbox: "process", ReadyTimeout: 60 * time.Second}
+	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{backend.Type(): backend}, DefaultSandbox: backend.Type(),
+		AgentSandbox: backend.Type(), ReadyTimeout: 60 * time.Second}
 	return &Fixture{
 		Runner:   runner.New(&runner.Options{Steps: steps.Builtin()}),
 		Services: &runner.Services{Documents: docs, Objects: objs, Artifacts: arts, Deployer: dep},
