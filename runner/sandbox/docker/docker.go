@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/network"
@@ -87,13 +89,25 @@ func (p *Provider) unavailable(err error) error {
 		envdeploy.ErrEngineUnavailable, p.cli.DaemonHost(), err)
 }
 
-// wrap turns a connection failure into ErrEngineUnavailable.
+// wrap turns a connection failure into ErrEngineUnavailable. A transport
+// error (the connection dropped mid-request: an engine that went away) is
+// checked with a short ping; when that fails too, it is reported as the
+// engine being unavailable rather than as an EOF.
 func (p *Provider) wrap(what string, err error) error {
 	if err == nil {
 		return nil
 	}
 	if client.IsErrConnectionFailed(err) {
 		return p.unavailable(err)
+	}
+	var ue *url.Error
+	var ne net.Error
+	if errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if _, perr := p.cli.Ping(ctx, client.PingOptions{}); perr != nil {
+			return fmt.Errorf("%w: the Docker engine at %s went away during %s: %v", envdeploy.ErrEngineUnavailable, p.cli.DaemonHost(), what, err)
+		}
 	}
 	return fmt.Errorf("docker: %s: %w", what, err)
 }
