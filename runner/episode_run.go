@@ -47,6 +47,7 @@ type Episode struct {
 	abandoned *AbandonedError
 	timedOut  []string
 	turnSeq   int
+	open      map[*Turn]bool // turns handed to the handler and not returned
 	result    *EpisodeResult
 }
 
@@ -126,7 +127,7 @@ func (s *EpisodeSpec) StartGroup(ctx context.Context, k int) ([]*Episode, error)
 
 func (s *EpisodeSpec) start(ctx context.Context, group string) (ep *Episode, err error) {
 	ep = &Episode{ID: "ep-" + RandomHex(8), spec: s, turnCh: make(chan *Turn), stopping: make(chan struct{}),
-		done: make(chan struct{}), agents: map[string]*hostedEndpoint{}, active: map[string][]promptStep{}}
+		done: make(chan struct{}), agents: map[string]*hostedEndpoint{}, active: map[string][]promptStep{}, open: map[*Turn]bool{}}
 	defer func() {
 		if err != nil {
 			ep.closeAgents()
@@ -205,6 +206,11 @@ func (ep *Episode) run(ctx context.Context) {
 		},
 	})
 	close(ep.stopping)
+	ep.mu.Lock()
+	for t := range ep.open { // no turn outlives the run, even before its handler notices
+		t.finish(turnCancelled)
+	}
+	ep.mu.Unlock()
 	n, terr := s.r.TeardownRun(context.WithoutCancel(ctx), ep.rc, s.teardown)
 	if terr != nil {
 		s.log.Warn("episode teardown", "episode_id", ep.ID, "error", terr)
@@ -330,6 +336,17 @@ func (ep *Episode) turnTimedOut(t *Turn) {
 		ep.cancel(ep.abandoned)
 	}
 	ep.mu.Unlock()
+}
+
+// track records t as open (or not) for the run's end.
+func (ep *Episode) track(t *Turn, open bool) {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	if open {
+		ep.open[t] = true
+	} else {
+		delete(ep.open, t)
+	}
 }
 
 func (ep *Episode) nextTurnID() string {

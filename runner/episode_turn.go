@@ -278,6 +278,14 @@ func (a *trainerAgent) Run(ctx context.Context, task *agentsdk.Task) (*agentsdk.
 		TaskID: task.ID, ContextID: task.ContextID, Deadline: time.Now().Add(timeout),
 		ep: ep, task: task, timeout: timeout, reply: make(chan string, 1)}
 	_ = task.Trajectory.SetFormat(EpisodeTrajectoryFormat)
+	ep.track(t, true)
+	defer ep.track(t, false)
+	select {
+	case <-ep.stopping:
+		t.finish(turnCancelled)
+		return nil, agentsdk.InfraFail("episode_ended", "The episode ended before the turn was played")
+	default:
+	}
 	tctx, cancel := context.WithDeadline(ctx, t.Deadline)
 	defer cancel()
 	select {
