@@ -1,12 +1,11 @@
 package triggers
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
+	"github.com/agentenv/agentenv/internal/jsonhttp"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -50,14 +49,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeJSON(w, http.StatusRequestEntityTooLarge, protocol.ControlError{Error: "request body too large"})
-		} else {
-			writeJSON(w, http.StatusBadRequest, protocol.ControlError{Error: "Invalid JSON body"})
-		}
+	body, status, msg := jsonhttp.ReadBody(w, r, h.limit)
+	if status != 0 {
+		jsonhttp.Write(w, status, protocol.ControlError{Error: msg})
 		return nil, false
 	}
 	return body, true
@@ -66,10 +60,10 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 func writeErr(w http.ResponseWriter, err error) {
 	var se *SpecError
 	if errors.As(err, &se) {
-		writeJSON(w, http.StatusBadRequest, protocol.ControlError{Error: se.Msg})
+		jsonhttp.Write(w, http.StatusBadRequest, protocol.ControlError{Error: se.Msg})
 		return
 	}
-	writeJSON(w, http.StatusInternalServerError, protocol.ControlError{Error: err.Error()})
+	jsonhttp.Write(w, http.StatusInternalServerError, protocol.ControlError{Error: err.Error()})
 }
 
 // RegisterTriggers serves POST /triggers/register.
@@ -83,7 +77,7 @@ func (h *Handler) RegisterTriggers(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	jsonhttp.Write(w, http.StatusOK, res)
 }
 
 // Remove serves POST /triggers/remove.
@@ -97,25 +91,15 @@ func (h *Handler) Remove(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	jsonhttp.Write(w, http.StatusOK, res)
 }
 
 // Clear serves POST /triggers/clear; the body is optional and ignored.
 func (h *Handler) Clear(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.e.Clear())
+	jsonhttp.Write(w, http.StatusOK, h.e.Clear())
 }
 
 // State serves GET /triggers/state.
 func (h *Handler) State(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, h.e.State())
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"ok":false,"error":"encoding failed"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	jsonhttp.Write(w, http.StatusOK, h.e.State())
 }

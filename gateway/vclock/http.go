@@ -3,10 +3,9 @@ package vclock
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"net/http"
 
+	"github.com/agentenv/agentenv/internal/jsonhttp"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -65,35 +64,35 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) SetTime(w http.ResponseWriter, r *http.Request) {
 	fields, status, msg := ReadObject(w, r, h.opts.MaxBodyBytes)
 	if status != 0 {
-		writeJSON(w, status, protocol.ControlError{Error: msg})
+		jsonhttp.Write(w, status, protocol.ControlError{Error: msg})
 		return
 	}
 	if h.opts.Conflict != nil && h.opts.Conflict() {
-		writeJSON(w, http.StatusConflict, protocol.ControlError{Error: "'get_time' is already registered by a backing server"})
+		jsonhttp.Write(w, http.StatusConflict, protocol.ControlError{Error: "'get_time' is already registered by a backing server"})
 		return
 	}
 	st, err := h.clk.SetTime(fields["virtual_time"], fields["virtual_seconds_per_real_second"])
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, protocol.ControlError{Error: err.Error()})
+		jsonhttp.Write(w, http.StatusBadRequest, protocol.ControlError{Error: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, Wire(st))
+	jsonhttp.Write(w, http.StatusOK, Wire(st))
 }
 
 // Clear serves POST /clock/clear; the body is ignored.
 func (h *Handler) Clear(w http.ResponseWriter, r *http.Request) {
 	h.clk.Clear()
-	writeJSON(w, http.StatusOK, protocol.ClockCleared{OK: true, Armed: false})
+	jsonhttp.Write(w, http.StatusOK, protocol.ClockCleared{OK: true, Armed: false})
 }
 
 // Time serves GET /clock/time.
 func (h *Handler) Time(w http.ResponseWriter, r *http.Request) {
 	now, ok := h.clk.Now()
 	if !ok {
-		writeJSON(w, http.StatusNotFound, protocol.ControlError{Error: ErrNotArmed.Error()})
+		jsonhttp.Write(w, http.StatusNotFound, protocol.ControlError{Error: ErrNotArmed.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, protocol.ClockTime{VirtualTime: FormatTime(now)})
+	jsonhttp.Write(w, http.StatusOK, protocol.ClockTime{VirtualTime: FormatTime(now)})
 }
 
 // State serves GET /clock/state.
@@ -102,7 +101,7 @@ func (h *Handler) State(w http.ResponseWriter, r *http.Request) {
 	if cs.Armed {
 		cs.EnvGetTimeURL = h.opts.GetTimeURL
 	}
-	writeJSON(w, http.StatusOK, cs)
+	jsonhttp.Write(w, http.StatusOK, cs)
 }
 
 // Wire renders a state as the route body.
@@ -119,13 +118,9 @@ func Wire(s State) protocol.ClockState {
 // and the spec's message ("request body too large", "Invalid JSON body",
 // "body must be a JSON object"); status 0 means success.
 func ReadObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, int, string) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, http.StatusRequestEntityTooLarge, "request body too large"
-		}
-		return nil, http.StatusBadRequest, "Invalid JSON body"
+	body, status, msg := jsonhttp.ReadBody(w, r, limit)
+	if status != 0 {
+		return nil, status, msg
 	}
 	return DecodeObject(body)
 }
@@ -144,14 +139,4 @@ func DecodeObject(body []byte) (map[string]json.RawMessage, int, string) {
 		return nil, http.StatusBadRequest, "Invalid JSON body"
 	}
 	return fields, 0, ""
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"ok":false,"error":"encoding failed"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
 }
