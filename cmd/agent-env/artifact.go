@@ -25,8 +25,8 @@ func newArtifactCmd(d *deps) *cobra.Command {
 	env := &cobra.Command{Use: "environment", Short: "Environment artifacts: a data file for one env's environment_name"}
 	env.AddCommand(newArtifactEnvironmentPutCmd(d))
 	universe := &cobra.Command{Use: "environment-universe", Short: "Environment universes: a set of environment artifacts, one per environment_name"}
-	universe.AddCommand(newArtifactUniversePutCmd(d))
-	cmd.AddCommand(file, env, universe, newArtifactGetCmd(d))
+	universe.AddCommand(newArtifactUniversePutCmd(d), newEnvUniverseGetCmd(d))
+	cmd.AddCommand(file, newFileUniverseCmd(d), env, universe, newArtifactGetCmd(d))
 	return cmd
 }
 
