@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/agentenv/agentenv/protocol"
@@ -52,6 +53,11 @@ type ToolCall struct {
 	// As is the role stamped on an internal call (a trigger action's "as");
 	// empty means no _meta at all.
 	As string
+	// ProgressToken is the agent's _meta.progressToken (raw JSON) when it
+	// asked for progress, and Progress receives each relayed
+	// notifications/progress (with the agent's token) while the call runs.
+	ProgressToken json.RawMessage
+	Progress      func(notification []byte)
 }
 
 // ToolResult is a completed call: the CallToolResult JSON exactly as the
@@ -193,6 +199,18 @@ func metaFor(call *ToolCall) []byte {
 	return append(b, '}')
 }
 
+// withProgressToken adds "progressToken" to a rendered _meta object (nil
+// means none yet).
+func withProgressToken(meta, tok []byte) []byte {
+	if len(meta) == 0 {
+		return []byte(`{"progressToken":` + string(tok) + `}`)
+	}
+	out := append([]byte{}, meta[:len(meta)-1]...)
+	out = append(out, `,"progressToken":`...)
+	out = append(out, tok...)
+	return append(out, '}')
+}
+
 // roleMiddleware refuses calls the role has disabled, before existence is
 // checked (a disabled unknown name is refused as disabled, §7.1).
 func (g *Gateway) roleMiddleware(next CallHandler) CallHandler {
@@ -312,7 +330,15 @@ func (g *Gateway) dispatch(ctx context.Context, call *ToolCall) (*ToolResult, er
 	timeout := g.opts.CallTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	raw, err := ch.request(cctx, "tools/call", callParams(entry.childName, call.Arguments, metaFor(call)))
+	meta := metaFor(call)
+	if call.Progress != nil && len(call.ProgressToken) > 0 {
+		// The child gets a token of ours (agents' tokens may collide on
+		// the shared child session); its progress is mapped back.
+		tok := jsonString("gw-progress-" + strconv.FormatInt(g.progressSeq.Add(1), 10))
+		cctx = context.WithValue(cctx, progressKey{}, &progressRelay{childToken: tok, agentToken: call.ProgressToken, send: call.Progress})
+		meta = withProgressToken(meta, tok)
+	}
+	raw, err := ch.request(cctx, "tools/call", callParams(entry.childName, call.Arguments, meta))
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, &CallError{Kind: ErrToolTimeout, Tool: call.Tool, Timeout: timeout}

@@ -375,6 +375,31 @@ func (c *child) relayCancel(g *generation, id int64) {
 	resp.Body.Close()
 }
 
+// progressKey carries a *progressRelay in the context of a child call.
+type progressKey struct{}
+
+// progressRelay forwards a child's notifications/progress for one call to
+// the agent that asked for progress, under the agent's own token.
+type progressRelay struct {
+	childToken json.RawMessage // the token the gateway sent the child
+	agentToken json.RawMessage // the token the agent sent the gateway
+	send       func(notification []byte)
+}
+
+// relay rewrites the token of a progress notification and forwards it;
+// progress for other tokens is ignored.
+func (p *progressRelay) relay(msg []byte) {
+	var n struct {
+		Params map[string]json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(msg, &n) != nil || n.Params == nil || !bytes.Equal(bytes.TrimSpace(n.Params["progressToken"]), p.childToken) {
+		return
+	}
+	n.Params["progressToken"] = p.agentToken
+	params := marshalNoEscape(n.Params)
+	p.send([]byte(`{"jsonrpc":"2.0","method":"notifications/progress","params":` + string(params) + `}`))
+}
+
 // maxChildResponse bounds one child answer.
 const maxChildResponse = 256 << 20
 
@@ -421,8 +446,14 @@ func (c *child) readSSE(ctx context.Context, r io.Reader, wantID string) (json.R
 			Method string          `json:"method"`
 			ID     json.RawMessage `json:"id"`
 		}
-		if json.Unmarshal(msg, &n) == nil && n.Method != "" && len(n.ID) == 0 && c.onNotify != nil {
-			c.onNotify(c, n.Method)
+		if json.Unmarshal(msg, &n) == nil && n.Method != "" && len(n.ID) == 0 {
+			if n.Method == string(mcp.MethodNotificationProgress) {
+				if p, ok := ctx.Value(progressKey{}).(*progressRelay); ok {
+					p.relay(msg)
+				}
+			} else if c.onNotify != nil {
+				c.onNotify(c, n.Method)
+			}
 		}
 		return nil, nil, false
 	}

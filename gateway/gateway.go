@@ -73,9 +73,10 @@ type Gateway struct {
 	engine    *triggers.Engine
 	unsub     func()
 
-	consistent chan struct{} // the consistent-mode lock
-	call       CallHandler   // external chain
-	internal   CallHandler   // internal chain
+	consistent  chan struct{} // the consistent-mode lock
+	progressSeq atomic.Int64
+	call        CallHandler // external chain
+	internal    CallHandler // internal chain
 
 	mcp      *mcpFront
 	card     *cardCache

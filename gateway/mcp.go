@@ -259,7 +259,7 @@ func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []rp
 		}
 		switch m.Method {
 		case string(mcp.MethodToolsList), string(mcp.MethodToolsCall):
-			out = append(out, f.answer(r, sess, m))
+			out = append(out, f.answer(r, sess, m, nil))
 		default:
 			out = append(out, rpcBytes(m.ID, nil, &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "method not supported in a batch: " + m.Method}))
 		}
@@ -307,14 +307,47 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 	if sess == nil {
 		return
 	}
-	b := f.answer(r, sess, msg)
+	// A caller that asked for progress and accepts an event stream gets
+	// the child's progress relayed on this POST's stream (SSE), then the
+	// response; otherwise the answer is plain JSON.
+	var sse *sseStream
+	if msg.Method == string(mcp.MethodToolsCall) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		sse = &sseStream{w: w}
+	}
+	b := f.answer(r, sess, msg, sse)
+	if sse != nil && sse.started {
+		sse.event(b)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// sseStream writes JSON-RPC messages as server-sent events on a POST answer.
+type sseStream struct {
+	mu      sync.Mutex
+	w       http.ResponseWriter
+	started bool
+}
+
+func (s *sseStream) event(msg []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.started {
+		s.w.Header().Set("Content-Type", "text/event-stream")
+		s.w.Header().Set("Cache-Control", "no-cache")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	_, _ = s.w.Write([]byte("event: message\ndata: "))
+	_, _ = s.w.Write(msg)
+	_, _ = s.w.Write([]byte("\n\n"))
+	_ = http.NewResponseController(s.w).Flush()
+}
+
 // answer runs one tools/list or tools/call and renders its response.
-func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []byte {
+func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse *sseStream) []byte {
 	role := protocol.GatewayRole(strings.TrimSpace(r.Header.Get(protocol.HeaderRole)))
 	sess.mu.Lock()
 	sess.role = role
@@ -333,6 +366,7 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []b
 		var p struct {
 			Name      *string         `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
+			Meta      json.RawMessage `json:"_meta"`
 		}
 		if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil || p.Name == nil {
 			return rpcBytes(msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
@@ -341,6 +375,15 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage) []b
 			p.Arguments = nil
 		}
 		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: *p.Name, Arguments: p.Arguments}
+		if sse != nil && len(p.Meta) > 0 {
+			var m struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			}
+			_ = json.Unmarshal(p.Meta, &m) // a malformed _meta is ignored, as before
+			if tok := bytes.TrimSpace(m.ProgressToken); len(tok) > 0 && string(tok) != "null" {
+				call.ProgressToken, call.Progress = tok, sse.event
+			}
+		}
 		// notifications/cancelled from the agent cancels this call (and the
 		// child is told in turn, see child.send).
 		ctx, cancel := context.WithCancelCause(r.Context())
