@@ -96,10 +96,13 @@ type Fixture struct {
 // New builds the fixture on the process sandbox.
 func New(t *testing.T) *Fixture { t.Helper(); return NewOn(t, "process") }
 
+// NewB is New for benchmarks.
+func NewB(b *testing.B) *Fixture { b.Helper(); return NewOn(b, "process") }
+
 // NewOn builds the fixture on sandbox "process" or "docker" (skipping the
 // test when no Docker engine answers). On Docker the images are built
 // FROM scratch from the same binaries.
-func NewOn(t *testing.T, sandbox string) *Fixture {
+func NewOn(t testing.TB, sandbox string) *Fixture {
 	t.Helper()
 	b := Build(t)
 	dir := t.TempDir()
