@@ -219,7 +219,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	for _, rn := range runs {
 		w := prog.Writer(d.stdout)
 		if rn.prefix != "" {
-			w = &prefixWriter{w: prog.Writer(d.stdout), prefix: rn.prefix, mu: &mu}
+			w = prog.Writer(&prefixWriter{w: d.stdout, prefix: rn.prefix, mu: &mu})
 		}
 		wg.Add(1)
 		go func() {
