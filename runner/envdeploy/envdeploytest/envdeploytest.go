@@ -25,6 +25,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/runner/envdeploy"
@@ -105,5 +106,20 @@ func Build(t testing.TB) Binaries {
 func Cleanup() {
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
+	}
+}
+
+// Poll waits for cond, checking every 20 ms, and fails the test after 60 s.
+func Poll(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.After(60 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline:
+			t.Fatal("condition not met within 60s")
+		case <-tick.C:
+		}
 	}
 }

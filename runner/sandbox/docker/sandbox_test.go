@@ -1,0 +1,155 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
+	"github.com/agentenv/agentenv/runner/sandbox"
+	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/sandboxtest"
+)
+
+// The shared suite: its VM-mode cases skip (Docker sandboxes are
+// containers); the Capabilities claims are checked.
+func TestSandboxConformance(t *testing.T) {
+	p := engine(t)
+	p.Close()
+	sandboxtest.Run(t, func(t *testing.T) sandbox.Provider {
+		p, err := docker.New(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+}
+
+// loadEchoImage puts the echo env into the engine as a FROM scratch image.
+func loadEchoImage(t *testing.T, p *docker.Provider, ref string) {
+	t.Helper()
+	bins := envdeploytest.Build(t)
+	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Echo, ExposedPorts: []int{envdeploy.MCPPort}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := imagebuild.WriteTarball(&buf, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LoadImage(context.Background(), &buf); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.RemoveImage(context.Background(), ref) })
+}
+
+func TestContainerSandbox(t *testing.T) {
+	p := engine(t)
+	t.Cleanup(func() { p.Close() })
+	ctx := context.Background()
+	const ref = "localhost:5000/agentenvtest-sandbox/echo:v1"
+	loadEchoImage(t, p, ref)
+
+	if _, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM}); !errors.Is(err, sandbox.ErrNotSupported) {
+		t.Errorf("VM mode: %v, want ErrNotSupported", err)
+	}
+	if _, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: "localhost:5000/agentenvtest-none/x:v1", Port: 80}); !errors.Is(err, envdeploy.ErrImageMissing) {
+		t.Errorf("missing image: %v, want ErrImageMissing", err)
+	}
+	sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref, Port: envdeploy.MCPPort,
+		Env: map[string]string{"ENVIRONMENT_NAME": "boxed", "MCP_HOST": "0.0.0.0", "MCP_PORT": "18765"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Terminate(context.Background()) })
+	if sb.Type() != "docker" || sb.Mode() != sandbox.ModeContainer || sb.Handle().ID != sb.ID() {
+		t.Errorf("identity %s %s %+v", sb.Type(), sb.Mode(), sb.Handle())
+	}
+	u := sb.TunnelURLs()[envdeploy.MCPPort]
+	if !strings.HasPrefix(u, "http://127.0.0.1:") {
+		t.Fatalf("tunnels %v", sb.TunnelURLs())
+	}
+	waitCard(t, u)
+
+	if err := sb.WriteFile(ctx, "/data/sub/a.txt", strings.NewReader("hello"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := sb.ReadFile(ctx, "/data/sub/a.txt"); err != nil || string(b) != "hello" {
+		t.Errorf("ReadFile = %q, %v", b, err)
+	}
+	if err := sb.WriteFile(ctx, "rel.txt", strings.NewReader("r"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := sb.ReadFile(ctx, "/app/rel.txt"); err != nil || string(b) != "r" {
+		t.Errorf("relative path = %q, %v", b, err)
+	}
+	if fi, err := sb.Stat(ctx, "/data/sub"); err != nil || !fi.IsDir() {
+		t.Errorf("Stat dir: %v %v", fi, err)
+	}
+	if fi, err := sb.Stat(ctx, "/data/sub/a.txt"); err != nil || fi.Size() != 5 {
+		t.Errorf("Stat file: %v %v", fi, err)
+	}
+	if _, err := sb.ReadFile(ctx, "/nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %v", err)
+	}
+	if _, err := sb.Stat(ctx, "/nope"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing stat: %v", err)
+	}
+	// The image has only its binary: run it with a bad port to see the
+	// exit code and stderr come back.
+	res, err := sb.Exec(ctx, []string{"/echo-env"}, &sandbox.ExecOptions{Env: map[string]string{"MCP_PORT": "notaport"}})
+	if err != nil || res.ExitCode == 0 || !strings.Contains(string(res.Stdout)+string(res.Stderr), "notaport") {
+		t.Errorf("exec: %d %q %q %v", res.ExitCode, res.Stdout, res.Stderr, err)
+	}
+	if res, err := sb.Exec(ctx, []string{"/no-such-program"}, nil); err == nil && res.ExitCode == 0 {
+		t.Error("a missing program succeeded")
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := sb.Exec(cctx, []string{"/echo-env"}, nil); !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled exec: %v", err)
+	}
+
+	again, err := p.GetSandbox(ctx, sb.Handle())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := again.ReadFile(ctx, "/data/sub/a.txt"); err != nil || string(b) != "hello" || again.TunnelURLs()[envdeploy.MCPPort] != u {
+		t.Errorf("reconnected: %q %v %v", b, err, again.TunnelURLs())
+	}
+	if err := sb.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := again.Terminate(ctx); err != nil {
+		t.Errorf("second terminate: %v", err)
+	}
+	if _, err := sb.Exec(ctx, []string{"/echo-env"}, nil); !errors.Is(err, sandbox.ErrTerminated) {
+		t.Errorf("exec after terminate: %v", err)
+	}
+	if _, err := p.GetSandbox(ctx, sb.Handle()); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("GetSandbox after terminate: %v", err)
+	}
+	if left, _ := p.Labelled(ctx, envdeploy.LabelSandbox, sb.ID()); len(left) != 0 {
+		t.Errorf("left %v", left)
+	}
+}
+
+func waitCard(t *testing.T, base string) {
+	t.Helper()
+	envdeploytest.Poll(t, func() bool {
+		resp, err := http.Get(base + "/.well-known/agent-env.json")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode == 200 && strings.Contains(string(b), `"boxed"`)
+	})
+}
