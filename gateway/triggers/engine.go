@@ -162,13 +162,9 @@ func (e *Engine) spawn(fn func()) {
 // Register validates a POST /triggers/register body and adds its triggers
 // atomically. A refused body returns a *SpecError (HTTP 400).
 func (e *Engine) Register(ctx context.Context, body []byte) (*protocol.TriggersRegistered, error) {
-	v, err := decodeJSON(body)
+	m, err := decodeObject(body)
 	if err != nil {
-		return nil, &SpecError{Msg: "Invalid JSON body"}
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, &SpecError{Msg: "body must be a JSON object"}
+		return nil, err
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -354,13 +350,9 @@ func (e *Engine) checkToolsKnown(s *spec) error {
 
 // Remove handles POST /triggers/remove: ids is the raw "ids" value.
 func (e *Engine) Remove(ctx context.Context, body []byte) (*protocol.TriggersRemoved, error) {
-	v, err := decodeJSON(body)
+	m, err := decodeObject(body)
 	if err != nil {
-		return nil, &SpecError{Msg: "Invalid JSON body"}
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, &SpecError{Msg: "body must be a JSON object"}
+		return nil, err
 	}
 	list, ok := m["ids"].([]any)
 	var ids []string
@@ -569,4 +561,18 @@ func (e *Engine) detectLocked(t *trigger, provoking []Field, cc *callCtx) *queue
 	e.emitLocked(kindDetected, t.spec.id, Field{"provoking", provoking})
 	e.spawn(func() { e.fire(t, q) })
 	return q
+}
+
+// decodeObject decodes a control-route body that must be a JSON object,
+// refusing anything else with the reference's messages.
+func decodeObject(body []byte) (map[string]any, error) {
+	v, err := decodeJSON(body)
+	if err != nil {
+		return nil, &SpecError{Msg: "Invalid JSON body"}
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, &SpecError{Msg: "body must be a JSON object"}
+	}
+	return m, nil
 }
