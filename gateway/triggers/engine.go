@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -505,7 +506,7 @@ func (e *Engine) AfterToolCall(ctx context.Context, call ToolCall) *Barrier {
 			cc = &callCtx{result: resultData(call.Result)}
 			if len(call.Args) == 0 {
 				cc.args = map[string]any{}
-			} else if v, err := decodeJSON(call.Args); err == nil {
+			} else if v, err := jsonvalue.Decode(call.Args); err == nil {
 				cc.args = v
 			}
 		}
@@ -566,7 +567,7 @@ func (e *Engine) detectLocked(t *trigger, provoking []Field, cc *callCtx) *queue
 // decodeObject decodes a control-route body that must be a JSON object,
 // refusing anything else with the reference's messages.
 func decodeObject(body []byte) (map[string]any, error) {
-	v, err := decodeJSON(body)
+	v, err := jsonvalue.Decode(body)
 	if err != nil {
 		return nil, &SpecError{Msg: "Invalid JSON body"}
 	}

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -208,13 +209,13 @@ func (e *Engine) runCheck(ctx context.Context, c *check, cc *callCtx, as string)
 			return false, nil
 		}
 		raw := resultText(res)
-		data, derr := decodeJSON([]byte(raw))
+		data, derr := jsonvalue.Decode([]byte(raw))
 		if derr != nil {
 			data = nil
 		}
 		value := st.extract.apply(data, raw)
 		if st.bind != "" {
-			if !nonEmpty(value) {
+			if !jsonvalue.NonEmpty(value) {
 				return false, nil
 			}
 			bindings[st.bind] = value

@@ -13,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -70,7 +71,7 @@ func (w whereClause) value(cc *callCtx) any {
 			rv = cc.result
 		}
 		if m, ok := rv.(map[string]any); ok {
-			return applyPath(m, path)
+			return jsonvalue.Lookup(m, path)
 		}
 		return nil
 	}
@@ -98,9 +99,9 @@ func (p *predicate) eval(v any) bool {
 	case "regex":
 		return p.re.MatchString(asText(v))
 	case "equals":
-		return jsonEqual(v, p.equals)
+		return jsonvalue.Equal(v, p.equals)
 	}
-	return nonEmpty(v) == p.exists
+	return jsonvalue.NonEmpty(v) == p.exists
 }
 
 type extract struct {
@@ -115,9 +116,9 @@ func (x *extract) apply(data any, raw string) any {
 		return raw
 	}
 	if !x.obj {
-		return applyPath(data, x.path)
+		return jsonvalue.Lookup(data, x.path)
 	}
-	items, ok := applyPath(data, x.path).([]any)
+	items, ok := jsonvalue.Lookup(data, x.path).([]any)
 	if !ok {
 		return nil
 	}

@@ -3,6 +3,8 @@ package triggers
 import (
 	"regexp"
 	"strings"
+
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 )
 
 // Templating (gateway.md §9.5). ${args.<path>} and ${result.<path>} read
@@ -63,7 +65,7 @@ func ctxLookup(name string, bindings map[string]any, cc *callCtx) (bool, any) {
 	if !ok {
 		return false, nil
 	}
-	v := applyPath(m, path)
+	v := jsonvalue.Lookup(m, path)
 	return v != nil, v
 }
 

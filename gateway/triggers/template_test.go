@@ -6,10 +6,12 @@ import (
 	"math/big"
 	"strconv"
 	"testing"
+
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 )
 
 func gv(s string) any {
-	v, err := decodeJSON([]byte(s))
+	v, err := jsonvalue.Decode([]byte(s))
 	if err != nil {
 		panic(err)
 	}

@@ -3,36 +3,19 @@ package triggers
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"math/big"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 )
 
 // Values flowing through the engine are generic JSON: map[string]any,
 // []any, json.Number, string, bool and nil. Numbers stay json.Number so
-// integers keep their precision and round-trip unchanged.
-
-var errTrailingData = errors.New("trailing data after JSON value")
-
-// decodeJSON decodes exactly one JSON value.
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errTrailingData
-	}
-	return v, nil
-}
+// integers keep their precision and round-trip unchanged. They are decoded,
+// compared and walked by internal/jsonvalue, whose predicate semantics the
+// outcome verifier shares.
 
 // mustMarshal encodes a generic value (maps with sorted keys).
 func mustMarshal(v any) json.RawMessage {
@@ -147,112 +130,13 @@ func bindingText(v any) string {
 	return string(mustMarshal(v))
 }
 
-// jsonEqual is deep equality with numbers compared by value (1 == 1.0).
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		if x == y {
-			return true
-		}
-		rx, okx := new(big.Rat).SetString(x.String())
-		ry, oky := new(big.Rat).SetString(y.String())
-		return okx && oky && rx.Cmp(ry) == 0
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// nonEmpty is the exists predicate's notion of presence.
-func nonEmpty(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case []any:
-		return len(x) != 0
-	}
-	return true
-}
-
-// Paths: dot-separated segments, each a word with optional [n] indexes; a
-// trailing [*] means the list itself.
-var (
-	segmentRe = regexp.MustCompile(`^(\w+)((?:\[(?:\d+|\*)\])*)$`)
-	indexRe   = regexp.MustCompile(`\[(\d+|\*)\]`)
-)
-
+// validatePath refuses a path with an invalid segment, in the reference's
+// words.
 func validatePath(path, where string) error {
-	for _, seg := range strings.Split(path, ".") {
-		if !segmentRe.MatchString(seg) {
-			return specErrorf("%s: invalid path segment %s in %s", where, pyQuote(seg), pyQuote(path))
-		}
+	if seg, bad := jsonvalue.BadSegment(path); bad {
+		return specErrorf("%s: invalid path segment %s in %s", where, pyQuote(seg), pyQuote(path))
 	}
 	return nil
-}
-
-// applyPath walks data along path; a missing key or index yields nil.
-func applyPath(data any, path string) any {
-	cur := data
-	for _, seg := range strings.Split(path, ".") {
-		m := segmentRe.FindStringSubmatch(seg)
-		if m == nil {
-			return nil
-		}
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		if cur, ok = obj[m[1]]; !ok {
-			return nil
-		}
-		for _, idx := range indexRe.FindAllStringSubmatch(m[2], -1) {
-			if idx[1] == "*" {
-				continue
-			}
-			list, ok := cur.([]any)
-			n, err := strconv.Atoi(idx[1])
-			if !ok || err != nil || n >= len(list) {
-				return nil
-			}
-			cur = list[n]
-		}
-	}
-	return cur
 }
 
 // resultText joins the text contents of a CallToolResult with "\n".
@@ -282,7 +166,7 @@ func resultData(result json.RawMessage) any {
 	if text == "" {
 		return nil
 	}
-	if v, err := decodeJSON([]byte(text)); err == nil {
+	if v, err := jsonvalue.Decode([]byte(text)); err == nil {
 		return v
 	}
 	return text
