@@ -141,6 +141,7 @@ func TestAddrFromEnvironmentAndGracefulServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // a failed assertion before the explicit cancel must not leave Serve running
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
 	resp, err := http.Get("http://" + ln.Addr().String() + "/health")

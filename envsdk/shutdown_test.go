@@ -32,6 +32,7 @@ func TestServeDrainsOnCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // a failed assertion before the explicit cancel must not leave Serve running
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx, ln) }()
 	base := "http://" + ln.Addr().String()
