@@ -154,12 +154,9 @@ func (s *Store) List(ctx context.Context, c registry.Collection, o *registry.Lis
 	if err := c.CheckVersioned(); err != nil {
 		return nil, err
 	}
-	var opt registry.ListOptions
-	if o != nil {
-		opt = *o
-	}
-	if opt.Limit < 0 || opt.Offset < 0 {
-		return nil, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
+	opt, err := docprep.ListOptions(o)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()

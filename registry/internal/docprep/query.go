@@ -37,6 +37,19 @@ func RecordQuery(q *registry.RecordQuery) (registry.RecordQuery, []registry.Filt
 	return opt, filters, nil
 }
 
+// ListOptions normalises o (nil means the first page of everything) and
+// checks its paging.
+func ListOptions(o *registry.ListOptions) (registry.ListOptions, error) {
+	var opt registry.ListOptions
+	if o != nil {
+		opt = *o
+	}
+	if opt.Limit < 0 || opt.Offset < 0 {
+		return opt, &registry.InvalidError{Field: "limit/offset", Reason: "must be >= 0"}
+	}
+	return opt, nil
+}
+
 // SelectRecords applies filters, then opt's order and paging, to recs,
 // which arrive in insertion order (the order without OrderBy). A record
 // whose body does not decode never matches a filter or an order.
