@@ -10,6 +10,7 @@ import (
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
@@ -137,4 +138,15 @@ func (d *deps) runDeployer(st *storeSet, id string) *envdeploy.Deployer {
 	dep, _, _, _ := d.envDeployer(cfg, st, id, false)
 	dep.Out = nil // bundle and task output stay the runner's
 	return dep
+}
+
+// sandboxProviders are the runner's sandbox providers: local work folders
+// and, for container-mode sandboxes, the local Docker engine ("docker";
+// it is contacted only when a step uses it).
+func (d *deps) sandboxProviders(lp runner.SandboxProvider) map[string]runner.SandboxProvider {
+	out := map[string]runner.SandboxProvider{lp.Type(): lp}
+	if dp, err := docker.New(&docker.Options{Logger: d.logger()}); err == nil {
+		out[docker.TypeName] = dp
+	}
+	return out
 }

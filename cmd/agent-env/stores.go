@@ -49,7 +49,7 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		Documents:      st.DocumentsFor(id),
 		Objects:        st.Objects,
 		Artifacts:      st.ArtifactsFor(id),
-		Sandboxes:      map[string]runner.SandboxProvider{local.TypeName: lp},
+		Sandboxes:      d.sandboxProviders(lp), // local + docker (sandboxdeps.go)
 		DefaultSandbox: st.defaultSandbox,
 		Deployer:       d.runDeployer(st, id), // deploy_env, deploy_agent (sandboxdeps.go)
 		Logger:         d.logger(),
