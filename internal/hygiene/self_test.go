@@ -41,11 +41,19 @@ func TestOutside(t *testing.T) {
 type waiter struct{}
 
 func (*waiter) wait() { f := clock.Sleep; f(1) }
+
+func poll() {
+	<-clock.After(clock.Millisecond)
+	select {
+	case <-clock.After(clock.Second): // a timeout beside other cases is fine
+	}
+}
 `
 	got := sleepsOutsideBubbles(parseSource(t, "p/p_test.go", src))
 	want := []sleepFinding{
 		{key: "p/p_test.go:TestOutside", line: 14},
 		{key: "p/p_test.go:waiter.wait", line: 20},
+		{key: "p/p_test.go:poll", line: 23},
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(sleepFinding{})); diff != "" {
 		t.Errorf("findings (-want +got):\n%s", diff)
