@@ -318,7 +318,10 @@ func (a *trainerAgent) answer(t *Turn, resp string) *agentsdk.Result {
 // episode reports), or the run cancelling the prompt. An End that won the
 // race still answers.
 func (a *trainerAgent) gaveUp(ctx context.Context, t *Turn) (*agentsdk.Result, error) {
-	if ctx.Err() == nil && t.finish(turnTimedOut) { // our deadline, not the caller's cancel
+	// Our deadline (ctx still live), or the SDK's timeout_seconds bound
+	// (DeadlineExceeded) — not a cancel from the runner.
+	timedOut := ctx.Err() == nil || errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if timedOut && t.finish(turnTimedOut) {
 		_ = t.task.Trajectory.Append(map[string]any{"type": "final", "error_code": "turn_timeout"})
 		a.ep.turnTimedOut(t)
 		return nil, &agentsdk.Failure{Type: protocol.ErrorTypeAgent, Code: "turn_timeout",
