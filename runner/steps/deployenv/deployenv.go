@@ -121,8 +121,18 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if err != nil {
 		return fmt.Errorf("deploy env %q: %w", c.EnvID, err)
 	}
+	envID := c.EnvID
 	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: inst.SandboxID, SandboxType: inst.SandboxType, Kind: "env",
-		InstanceID: inst.InstanceID, TerminateFunc: func(ctx context.Context) error { return d.Teardown(ctx, inst.InstanceID) }})
+		InstanceID: inst.InstanceID, TerminateFunc: func(ctx context.Context) error {
+			// Agents bound to the env first: on Docker they joined its
+			// network, which cannot be removed while they are attached.
+			for _, a := range agentsOf(rc, envID) {
+				if err := rc.TerminateSandbox(ctx, a); err != nil {
+					return err
+				}
+			}
+			return d.Teardown(ctx, inst.InstanceID)
+		}})
 	var card any
 	_ = json.Unmarshal(inst.EnvironmentCard, &card)
 	var parsed protocol.EnvCard
@@ -154,4 +164,22 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	rc.Logger().Info("env deployed", "env_id", c.EnvID, "instance_id", inst.InstanceID, "gateway_url", inst.GatewayURL)
 	return nil
+}
+
+// agentsOf lists the sandbox ids of the deployed agents bound to env id.
+func agentsOf(rc *runner.RunContext, envID string) []string {
+	var out []string
+	for _, a := range rc.Agents() {
+		e, err := rc.AgentEntry(a.AgentName)
+		if err != nil {
+			continue
+		}
+		ids, _ := e["env_ids"].([]any)
+		for _, id := range ids {
+			if id == envID && a.SandboxID != "" {
+				out = append(out, a.SandboxID)
+			}
+		}
+	}
+	return out
 }
