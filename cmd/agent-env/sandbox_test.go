@@ -157,6 +157,9 @@ func TestEnvCLIDeployKilledThenPruned(t *testing.T) {
 	owner := "pid:" + strconv.Itoa(cmd.Process.Pid)
 	t.Cleanup(func() {
 		_, _ = p.Prune(context.Background(), func(l map[string]string) bool { return l[envdeploy.LabelOwner] == owner })
+		for _, ref := range []string{"localhost:5000/stuck__env_image:v1", "localhost:5000/echo__env_image:v1"} {
+			_ = p.RemoveImage(context.Background(), ref)
+		}
 	})
 	deadline := time.Now().Add(120 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)

@@ -204,12 +204,13 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		if err != nil || task.Status.State != "completed" || !strings.Contains(task.Text(), "from-agent") {
 			t.Fatalf("agent prompt: %+v %v", task, err)
 		}
-		must(d.TeardownAgent(ctx, ai.InstanceID))
-		must(d.TeardownAgent(ctx, ai.InstanceID))
-
+		// The env goes first while the agent is still joined to its
+		// network: its teardown must still remove everything of its own.
 		must(d.Teardown(ctx, inst.InstanceID))
 		tornDown = true
 		must(d.Teardown(ctx, inst.InstanceID)) // idempotent
+		must(d.TeardownAgent(ctx, ai.InstanceID))
+		must(d.TeardownAgent(ctx, ai.InstanceID))
 		if rec, _ := d.GetInstance(ctx, inst.InstanceID); rec == nil || rec.Status != envdeploy.StatusTornDown {
 			t.Errorf("record after teardown: %+v", rec)
 		}

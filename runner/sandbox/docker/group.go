@@ -231,6 +231,13 @@ func (p *Provider) removeLabelled(ctx context.Context, key, value string, orphan
 		if orphaned != nil && !orphaned(n.Labels) {
 			continue
 		}
+		// Containers of other groups joined to this network (an agent in
+		// an env's network) would keep it alive: disconnect them first.
+		if ins, err := p.cli.NetworkInspect(ctx, n.ID, client.NetworkInspectOptions{}); err == nil {
+			for cid := range ins.Network.Containers {
+				_, _ = p.cli.NetworkDisconnect(ctx, n.ID, client.NetworkDisconnectOptions{Container: cid, Force: true})
+			}
+		}
 		if _, err := p.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, p.wrap("remove network "+n.Name, err))
 			continue
