@@ -7,12 +7,14 @@
 // provider's error text.
 //
 //	c, err := llm.New(llm.Config{Model: "gpt-4o-mini"}) // base URL and key from the environment
-//	resp, err := c.Complete(ctx, openai.ChatCompletionNewParams{Messages: msgs, Tools: llm.OpenAITools(tools)})
+//	defs, err := llm.OpenAITools(tools, nil)             // nil: each tool under its own name
+//	resp, err := c.Complete(ctx, openai.ChatCompletionNewParams{Messages: msgs, Tools: defs})
 package llm
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -149,8 +151,12 @@ func classify(err error, cctx context.Context) *agentsdk.Failure {
 }
 
 // OpenAITools renders MCP tools as chat-completions function tools, under
-// the given names (nil means each tool's own name).
+// the given names (nil means each tool's own name; otherwise names[i] is
+// tools[i]'s, and a length mismatch is an error).
 func OpenAITools(tools []agentsdk.Tool, names []string) ([]openai.ChatCompletionToolUnionParam, error) {
+	if names != nil && len(names) != len(tools) {
+		return nil, fmt.Errorf("llm: %d names for %d tools", len(names), len(tools))
+	}
 	defs, err := agentsdk.ToolDefinitions(tools, agentsdk.APIOpenAIChat)
 	if err != nil {
 		return nil, err

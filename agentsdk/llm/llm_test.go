@@ -93,3 +93,16 @@ func TestCompleteFailuresAreTyped(t *testing.T) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
+
+// A names slice that does not match the tools is refused, not an index
+// panic in the middle of an agent's turn.
+func TestOpenAIToolsNamesMustMatch(t *testing.T) {
+	tools := []agentsdk.Tool{{Name: "a"}, {Name: "b"}}
+	if _, err := llm.OpenAITools(tools, []string{"only_one"}); err == nil {
+		t.Fatal("1 name for 2 tools accepted")
+	}
+	defs, err := llm.OpenAITools(tools, []string{"mcp__env__a", "mcp__env__b"})
+	if err != nil || len(defs) != 2 || defs[1].GetFunction().Name != "mcp__env__b" {
+		t.Fatalf("renamed tools: %v %v", defs, err)
+	}
+}
