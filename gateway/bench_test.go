@@ -105,6 +105,14 @@ func BenchmarkToolsCall(b *testing.B) {
 	tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
 	direct := benchClient(b, child.URL)
 	via := benchClient(b, tg.URL+"/mcp")
+	// the same gateway with its child calls on net/http's Transport (an
+	// explicit HTTPClient disables the raw client), for comparison.
+	opts := testOptions()
+	ntr := http.DefaultTransport.(*http.Transport).Clone()
+	ntr.MaxIdleConnsPerHost = 256
+	opts.HTTPClient = &http.Client{Transport: ntr}
+	tgNet := startGateway(b, &Config{Servers: serversOf(child)}, opts)
+	viaNet := benchClient(b, tgNet.URL+"/mcp")
 	// floor: a bare net/http reverse proxy in front of the same child, to
 	// show what one extra HTTP hop costs by itself.
 	target, _ := url.Parse(child.Base)
@@ -115,7 +123,7 @@ func BenchmarkToolsCall(b *testing.B) {
 		for _, tc := range []struct {
 			name string
 			c    *client.Client
-		}{{"direct", direct}, {"gateway", via}, {"bare-proxy", floor}} {
+		}{{"direct", direct}, {"gateway", via}, {"gateway-nethttp", viaNet}, {"bare-proxy", floor}} {
 			b.Run(tc.name+"/c"+itoa(conc), func(b *testing.B) {
 				runLoad(b, conc, func() { benchCall(b, tc.c) })
 			})

@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,10 +30,12 @@ import (
 // backing server. Sessions are not tied to inbound agent sessions; they are
 // opened lazily by one owner and replaced when they die (gateway.md §3).
 type child struct {
-	server  Server
-	index   int
-	log     *slog.Logger
-	httpc   *http.Client
+	server Server
+	index  int
+	log    *slog.Logger
+	httpc  *http.Client
+	// raw is the fast request path (rawclient.go); nil means net/http.
+	raw     *rawClient
 	version string
 	// attempts and retryDelay bound one open (reference: 10 attempts, 1 s apart).
 	attempts   int
@@ -63,6 +66,19 @@ type generation struct {
 	session  string
 	protocol string
 	headers  http.Header
+	// rawHeaders is the same header block for the raw client; nil when a
+	// value would not be a valid header (net/http then refuses the call).
+	rawHeaders []byte
+}
+
+// headerSafe reports whether v can be written verbatim as a header value.
+func headerSafe(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; (c < 0x20 && c != '\t') || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // errChildClosed is returned after Close.
@@ -197,6 +213,16 @@ func (c *child) openOnce(ctx context.Context) (*generation, error) {
 	if g.protocol != "" {
 		g.headers["Mcp-Protocol-Version"] = []string{g.protocol}
 	}
+	if headerSafe(g.session) && headerSafe(g.protocol) {
+		h := "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+		if g.session != "" {
+			h += protocol.HeaderMCPSessionID + ": " + g.session + "\r\n"
+		}
+		if g.protocol != "" {
+			h += "Mcp-Protocol-Version: " + g.protocol + "\r\n"
+		}
+		g.rawHeaders = []byte(h)
+	}
 	return g, nil
 }
 
@@ -236,6 +262,9 @@ func (c *child) Close() {
 	c.mu.Unlock()
 	if g != nil {
 		g.close()
+	}
+	if c.raw != nil {
+		c.raw.close()
 	}
 }
 
@@ -291,17 +320,19 @@ func (c *child) request(ctx context.Context, method string, params []byte) (json
 // still owns the session: initialize and the listening stream.
 func (c *child) send(ctx context.Context, g *generation, method string, params []byte) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	var body bytes.Buffer
-	body.Grow(len(params) + 64)
-	body.WriteString(`{"jsonrpc":"2.0","id":`)
-	body.WriteString(strconv.FormatInt(id, 10))
-	body.WriteString(`,"method":`)
-	body.Write(jsonString(method))
+	body := make([]byte, 0, len(params)+64)
+	body = append(body, `{"jsonrpc":"2.0","id":`...)
+	body = strconv.AppendInt(body, id, 10)
+	body = append(body, `,"method":`...)
+	body = append(body, jsonString(method)...)
 	if len(params) > 0 {
-		body.WriteString(`,"params":`)
-		body.Write(params)
+		body = append(body, `,"params":`...)
+		body = append(body, params...)
 	}
-	body.WriteByte('}')
+	body = append(body, '}')
+	if c.raw != nil && g.rawHeaders != nil {
+		return c.sendRaw(ctx, g, id, body)
+	}
 
 	var wrote atomic.Bool
 	tctx := httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
@@ -311,29 +342,67 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 			}
 		},
 	})
-	req, err := http.NewRequestWithContext(tctx, http.MethodPost, c.server.URL, &body)
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, c.server.URL, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	req.Header = g.headers // read-only, shared by every request of the generation
 	resp, err := c.httpc.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			if wrote.Load() && errors.Is(context.Cause(ctx), errCancelledByClient) {
-				go c.relayCancel(g, id)
-			}
-			return nil, err
-		}
-		return nil, &deliveryError{err: err, reached: wrote.Load()}
+		return nil, c.transportError(ctx, g, id, err, wrote.Load())
 	}
 	defer resp.Body.Close()
+	return c.readAnswer(ctx, g, id, resp)
+}
+
+// sendRaw is send on the raw client (rawclient.go); the outcomes and
+// errors are the same as on net/http's.
+func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body []byte) (json.RawMessage, error) {
+	ex, wrote, err := c.raw.do(ctx, g.rawHeaders, body)
+	if err != nil {
+		if errors.Is(err, errChildClosed) {
+			return nil, err
+		}
+		return nil, c.transportError(ctx, g, id, &url.Error{Op: "Post", URL: c.server.URL, Err: err}, wrote)
+	}
+	complete := false
+	defer func() { ex.finish(complete) }()
+	res, err := c.readAnswer(ctx, g, id, ex.resp)
+	// readAnswer reads a JSON answer to its end; an event stream is
+	// abandoned after the response (the connection is then closed).
+	complete = !isEventStream(ex.resp)
+	return res, err
+}
+
+// transportError classifies a failed round trip (gateway.md §3): our own
+// cancellation is returned as is (the child is told when the agent
+// cancelled), anything else is a delivery error saying whether the request
+// was written.
+func (c *child) transportError(ctx context.Context, g *generation, id int64, err error, wrote bool) error {
+	if ctx.Err() != nil {
+		if wrote && errors.Is(context.Cause(ctx), errCancelledByClient) {
+			go c.relayCancel(g, id)
+		}
+		return err
+	}
+	return &deliveryError{err: err, reached: wrote}
+}
+
+func isEventStream(resp *http.Response) bool {
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	return mediaType == "text/event-stream" && resp.StatusCode == http.StatusOK
+}
+
+// readAnswer reads the child's answer to request id: JSON, or an event
+// stream up to the response.
+func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *http.Response) (json.RawMessage, error) {
 	if resp.StatusCode == http.StatusNotFound {
 		// The child no longer knows the session: the call never ran.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		return nil, &deliveryError{err: fmt.Errorf("session terminated (404) on %s", c.server.Name), reached: false}
 	}
 	wantID := strconv.FormatInt(id, 10)
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mediaType == "text/event-stream" && resp.StatusCode == http.StatusOK {
+	if isEventStream(resp) {
 		res, err := c.readSSE(ctx, resp.Body, wantID)
 		if err != nil && errors.Is(context.Cause(ctx), errCancelledByClient) {
 			go c.relayCancel(g, id)

@@ -167,6 +167,9 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 			server: s, index: i, log: g.log.With("server", s.Name), httpc: g.httpc, version: Version,
 			attempts: g.opts.OpenAttempts, retryDelay: g.opts.OpenRetryDelay, life: g.life,
 		}
+		if g.opts.HTTPClient == nil {
+			ch.raw = newRawClient(s.URL)
+		}
 		ch.onNotify = g.childNotified
 		ch.onReopen = func(c *child) { g.requestRelist(c.index) }
 		g.children = append(g.children, ch)

@@ -1,0 +1,207 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// rawClient posts JSON-RPC requests to one plain-http child over a pool of
+// keep-alive HTTP/1.1 connections, entirely in the calling goroutine: the
+// request is one write, the response is parsed by http.ReadResponse from
+// the connection's buffered reader. net/http's Transport hands each request
+// to a write goroutine and the answer back from a read goroutine; on the
+// gateway's hot path (every proxied tools/call) those hand-offs and the
+// request plumbing were a measurable share of the hop's cost. It is only
+// used for http:// children when no HTTP client was configured and no
+// proxy applies; everything else goes through net/http.
+type rawClient struct {
+	addr   string // host:port to dial
+	prefix []byte // "POST <uri> HTTP/1.1\r\nHost: <host>\r\n"
+	dialer net.Dialer
+
+	mu     sync.Mutex
+	idle   []*rawConn
+	closed bool
+}
+
+// rawConn is one pooled connection.
+type rawConn struct {
+	nc   net.Conn
+	br   *bufio.Reader
+	used time.Time // when it went idle
+}
+
+const (
+	rawMaxIdle     = 256
+	rawIdleTimeout = 90 * time.Second // as http.DefaultTransport
+)
+
+// newRawClient returns a client for target, or nil when the fast path does
+// not apply (https, a configured proxy, an unparsable URL).
+func newRawClient(target string) *rawClient {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme != "http" || u.Host == "" || u.User != nil {
+		return nil
+	}
+	if p, err := http.ProxyFromEnvironment(&http.Request{URL: u}); err != nil || p != nil {
+		return nil
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "80")
+	}
+	prefix := "POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\nUser-Agent: Go-http-client/1.1\r\n"
+	return &rawClient{addr: addr, prefix: []byte(prefix), dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
+}
+
+// get returns a live idle connection or dials a new one.
+func (rc *rawClient) get(ctx context.Context) (*rawConn, error) {
+	now := time.Now()
+	for {
+		rc.mu.Lock()
+		if rc.closed {
+			rc.mu.Unlock()
+			return nil, errChildClosed
+		}
+		n := len(rc.idle)
+		if n == 0 {
+			rc.mu.Unlock()
+			break
+		}
+		c := rc.idle[n-1]
+		rc.idle[n-1] = nil
+		rc.idle = rc.idle[:n-1]
+		rc.mu.Unlock()
+		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+			return c, nil
+		}
+		c.nc.Close()
+	}
+	nc, err := rc.dialer.DialContext(ctx, "tcp", rc.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &rawConn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}, nil
+}
+
+// alive peeks at an idle connection without blocking: a peer that closed
+// it (a restarted child) shows as EOF, so the request is not written into
+// a dead connection. Unexpected bytes also disqualify it.
+func alive(nc net.Conn) bool {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	ok = false
+	var b [1]byte
+	cerr := raw.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+		return true // never wait
+	})
+	return cerr == nil && ok
+}
+
+// put returns a connection whose response was read completely.
+func (rc *rawClient) put(c *rawConn) {
+	c.used = time.Now()
+	rc.mu.Lock()
+	if rc.closed || len(rc.idle) >= rawMaxIdle {
+		rc.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	rc.idle = append(rc.idle, c)
+	rc.mu.Unlock()
+}
+
+// close drops every idle connection and refuses new ones.
+func (rc *rawClient) close() {
+	rc.mu.Lock()
+	idle := rc.idle
+	rc.idle = nil
+	rc.closed = true
+	rc.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
+
+// rawExchange is one request on a rawConn, as child.send sees it.
+type rawExchange struct {
+	rc   *rawClient
+	conn *rawConn
+	stop func() bool // stops the cancellation hook
+	resp *http.Response
+}
+
+// do writes the request (headers is the generation's prebuilt header
+// block, ending in "\r\n" per line, without Content-Length) and reads the
+// response head. wrote reports whether the request was written in full.
+func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *rawExchange, wrote bool, err error) {
+	c, err := rc.get(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	// A cancelled or timed-out call interrupts blocking I/O at once.
+	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
+	fail := func(err error) (*rawExchange, bool, error) {
+		stop()
+		c.nc.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, wrote, err
+	}
+	buf := make([]byte, 0, len(rc.prefix)+len(headers)+len(body)+40)
+	buf = append(buf, rc.prefix...)
+	buf = append(buf, headers...)
+	buf = append(buf, "Content-Length: "...)
+	buf = strconv.AppendInt(buf, int64(len(body)), 10)
+	buf = append(buf, "\r\n\r\n"...)
+	buf = append(buf, body...)
+	if _, err := c.nc.Write(buf); err != nil {
+		return fail(err)
+	}
+	wrote = true
+	resp, err := http.ReadResponse(c.br, nil)
+	if err != nil {
+		return fail(err)
+	}
+	return &rawExchange{rc: rc, conn: c, stop: stop, resp: resp}, true, nil
+}
+
+// finish releases the connection: back to the pool when the body was read
+// to its end and the connection may be kept, closed otherwise.
+func (ex *rawExchange) finish(complete bool) {
+	fired := !ex.stop()
+	reuse := complete && !fired && !ex.resp.Close
+	if reuse {
+		// The body must be fully consumed for the next response to parse.
+		var b [1]byte
+		if n, err := ex.resp.Body.Read(b[:]); n != 0 || err != io.EOF {
+			reuse = false
+		}
+	}
+	if reuse {
+		_ = ex.resp.Body.Close()
+		ex.rc.put(ex.conn)
+		return
+	}
+	// Close the connection first: closing an unfinished body would drain it
+	// (an event stream may never end).
+	ex.conn.nc.Close()
+	_ = ex.resp.Body.Close()
+}
