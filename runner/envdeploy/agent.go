@@ -152,6 +152,7 @@ func (d *Deployer) waitAgent(ctx context.Context, g Group, u string) (json.RawMe
 	defer cancel()
 	delay := 10 * time.Millisecond
 	last := ""
+	const what = "agent"
 	for {
 		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
 		resp, err := d.httpClient().Do(req)
@@ -164,6 +165,11 @@ func (d *Deployer) waitAgent(ctx context.Context, g Group, u string) (json.RawMe
 			last = "status " + strconv.Itoa(resp.StatusCode)
 		} else {
 			last = err.Error()
+		}
+		if ew, ok := g.(ExitWatcher); ok {
+			if name, dead := ew.Exited(ctx2); dead {
+				return nil, fmt.Errorf("%s exited before the %s was ready; its log tail:\n%s", name, what, g.Logs(context.WithoutCancel(ctx), name, 15))
+			}
 		}
 		t := time.NewTimer(delay)
 		select {

@@ -106,6 +106,14 @@ type Group interface {
 	Terminate(ctx context.Context) error
 }
 
+// ExitWatcher is implemented by groups that can tell a workload has died
+// (a crash, a port already taken): readiness then fails at once with its
+// log instead of waiting for the timeout.
+type ExitWatcher interface {
+	// Exited names a workload of the group that is no longer running.
+	Exited(ctx context.Context) (name string, exited bool)
+}
+
 // Backend runs groups.
 type Backend interface {
 	// Type is the sandbox name ("docker", "process").

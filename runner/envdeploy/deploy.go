@@ -408,6 +408,7 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 	defer cancel()
 	delay := 10 * time.Millisecond
 	var last string
+	const what = "gateway"
 	for {
 		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
 		resp, err := d.httpClient().Do(req)
@@ -425,6 +426,11 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 			}
 		} else {
 			last = err.Error()
+		}
+		if ew, ok := g.(ExitWatcher); ok {
+			if name, dead := ew.Exited(ctx2); dead {
+				return nil, fmt.Errorf("%s exited before the %s was ready; its log tail:\n%s", name, what, g.Logs(context.WithoutCancel(ctx), name, 15))
+			}
 		}
 		t := time.NewTimer(delay)
 		select {

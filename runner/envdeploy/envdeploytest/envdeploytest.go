@@ -34,6 +34,8 @@ import (
 // Binaries are the static binaries of the fixtures.
 type Binaries struct {
 	Echo, Gateway, Agent string
+	// Crasher exits at once with a message (a server that cannot start).
+	Crasher string
 }
 
 var (
@@ -90,7 +92,8 @@ func Build(t testing.TB) Binaries {
 			}
 			*dst = p
 		}
-		wg.Add(3)
+		wg.Add(4)
+		go build(&bins.Crasher, "./runner/envdeploy/envdeploytest/crasher")
 		go build(&bins.Echo, "./examples/envs/echo/cmd/echo-env")
 		go build(&bins.Gateway, "./cmd/agentenv-gateway")
 		go build(&bins.Agent, "./examples/agents/scripted")

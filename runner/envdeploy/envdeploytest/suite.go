@@ -139,6 +139,16 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		if !errors.Is(err, envdeploy.ErrImageMissing) {
 			t.Errorf("env without a runnable source: %v, want ErrImageMissing", err)
 		}
+		// A server that dies at once fails the deploy quickly, with its
+		// log, and leaves nothing.
+		_, err = put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "crash", EnvironmentName: "crash", Image: envdeploy.ImageInput{Binary: bins.Crasher}})
+		must(err)
+		// The message (not a timer) tells fail-fast from the readiness
+		// timeout: a timeout would say "gateway not ready".
+		_, err = d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "crash"}})
+		if err == nil || !strings.Contains(err.Error(), "crash exited") || !strings.Contains(err.Error(), "failing on purpose") {
+			t.Errorf("crashing server: %v", err)
+		}
 		leftovers("after failed deploys")
 	})
 

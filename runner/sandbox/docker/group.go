@@ -33,6 +33,7 @@ type Group struct {
 	mu         sync.Mutex
 	containers map[string]string // workload name → container id
 	terminated bool
+	lastExit   time.Time // last Exited check (rate limit)
 }
 
 var _ envdeploy.Group = (*Group)(nil)
@@ -170,6 +171,30 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		}
 	}
 	return ep, nil
+}
+
+// Exited implements envdeploy.ExitWatcher: a container of the group that
+// exited, died or is restarting after a crash (checked at most every
+// 400 ms).
+func (g *Group) Exited(ctx context.Context) (string, bool) {
+	g.mu.Lock()
+	if time.Since(g.lastExit) < 400*time.Millisecond {
+		g.mu.Unlock()
+		return "", false
+	}
+	g.lastExit = time.Now()
+	g.mu.Unlock()
+	cs, err := g.p.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelFilter(envdeploy.LabelSandbox, g.id)})
+	if err != nil {
+		return "", false
+	}
+	for _, c := range cs.Items {
+		switch c.State {
+		case "exited", "dead", "restarting":
+			return c.Labels[labelWorkload], true
+		}
+	}
+	return "", false
 }
 
 // Logs implements envdeploy.Group.

@@ -108,6 +108,7 @@ type Group struct {
 	mu         sync.Mutex
 	st         groupState
 	cmds       map[string]*exec.Cmd
+	exited     map[string]chan struct{} // closed when the workload's process ends
 	terminated bool
 }
 
@@ -147,7 +148,7 @@ func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envd
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("process: create group folder: %w", err)
 	}
-	g := &Group{p: p, dir: dir, st: groupState{ID: id, Labels: labels}, cmds: map[string]*exec.Cmd{}}
+	g := &Group{p: p, dir: dir, st: groupState{ID: id, Labels: labels}, cmds: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}
 	if err := g.save(); err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, err
@@ -175,7 +176,7 @@ func (p *Provider) open(dir string) (*Group, error) {
 	if err := json.Unmarshal(b, &st); err != nil {
 		return nil, fmt.Errorf("process: %s: %w", dir, err)
 	}
-	return &Group{p: p, dir: dir, st: st, cmds: map[string]*exec.Cmd{}}, nil
+	return &Group{p: p, dir: dir, st: st, cmds: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}, nil
 }
 
 func (g *Group) save() error {
@@ -270,7 +271,11 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 	g.st.Procs = append(g.st.Procs, procState{Name: w.Name, PID: cmd.Process.Pid, Port: port})
 	err = g.save()
 	g.mu.Unlock()
-	go func() { _ = cmd.Wait() }() // reap; a crash shows as a failed readiness check
+	exited := make(chan struct{})
+	g.mu.Lock()
+	g.exited[w.Name] = exited
+	g.mu.Unlock()
+	go func() { _ = cmd.Wait(); close(exited) }() // reap, and let Exited see a crash
 	if err != nil {
 		return envdeploy.Endpoint{}, err
 	}
@@ -299,6 +304,21 @@ func writeBinary(ctx context.Context, src envdeploy.Source, dst string) error {
 		return fmt.Errorf("process: write binary of %s: %w", src.What, err)
 	}
 	return f.Close()
+}
+
+// Exited implements envdeploy.ExitWatcher: the first workload started by
+// this handle whose process has ended.
+func (g *Group) Exited(ctx context.Context) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for name, ch := range g.exited {
+		select {
+		case <-ch:
+			return name, true
+		default:
+		}
+	}
+	return "", false
 }
 
 // Logs implements envdeploy.Group.
