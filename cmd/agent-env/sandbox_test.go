@@ -250,3 +250,50 @@ func TestRunEchoMCPNoEngine(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, out)
 	}
 }
+
+// TestAgentCLIProcess: a2a-agent put, deploy into an env instance, get,
+// get-instance and teardown, on the process sandbox.
+func TestAgentCLIProcess(t *testing.T) {
+	bins := envdeploytest.Build(t)
+	c := newCLI(t)
+	for _, args := range [][]string{
+		{"env", "gateway", "put", "--binary", bins.Gateway},
+		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	} {
+		if code, out, errb := c.run(args...); code != 0 {
+			t.Fatalf("%v: %s %s", args, out, errb)
+		}
+	}
+	code, out, errb := c.run("a2a-agent", "put", "--id", "scripted", "--binary", bins.Agent, "--env-var", "SCRIPTED_AGENT_SCRIPT="+envdeploytest.Script)
+	if code != 0 || !strings.Contains(out, "Created A2A agent: id=scripted version=1 image=a2a-agent-scripted:1") {
+		t.Fatalf("agent put: %d %s %s", code, out, errb)
+	}
+	if code, out, _ := c.run("a2a-agent", "get", "--id", "scripted"); code != 0 || !strings.Contains(out, `"type": "a2a_agent"`) {
+		t.Errorf("agent get: %d %s", code, out)
+	}
+	code, out, errb = c.run("env", "deploy", "--id", "echo", "--sandbox", "process")
+	env := instanceIDRe.FindStringSubmatch(out)
+	if code != 0 || env == nil {
+		t.Fatalf("env deploy: %s %s", out, errb)
+	}
+	t.Cleanup(func() { c.run("env", "teardown", "--instance-id", env[1]) })
+	code, out, errb = c.run("a2a-agent", "deploy", "--id", "scripted", "--env-instance", env[1])
+	agent := instanceIDRe.FindStringSubmatch(out)
+	if code != 0 || agent == nil || !strings.Contains(out, "Agent Url: http://127.0.0.1:") {
+		t.Fatalf("agent deploy: %d %s %s", code, out, errb)
+	}
+	if code, out, _ := c.run("a2a-agent", "get-instance", "--id", agent[1]); code != 0 || !strings.Contains(out, `"env_instance_ids": [`) || !strings.Contains(out, env[1]) {
+		t.Errorf("agent get-instance: %d %s", code, out)
+	}
+	for range 2 {
+		if code, out, errb := c.run("a2a-agent", "teardown", "--instance-id", agent[1]); code != 0 || out != "Tore down "+agent[1]+".\n" {
+			t.Errorf("agent teardown: %d %q %s", code, out, errb)
+		}
+	}
+	if code, _, _ := c.run("env", "teardown", "--instance-id", env[1]); code != 0 {
+		t.Error("env teardown failed")
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.sandboxDir, "process")); len(left) != 0 {
+		t.Errorf("process groups left: %v", left)
+	}
+}
