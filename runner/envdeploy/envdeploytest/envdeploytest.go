@@ -24,6 +24,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,20 +65,24 @@ func Build(t testing.TB) Binaries {
 			binErr = err
 			return
 		}
-		// One folder per test process; folders of finished processes
-		// (test binaries without a TestMain calling Cleanup) are removed
-		// here, so at most the last one outlives its run.
-		old, _ := filepath.Glob(filepath.Join(os.TempDir(), "envdeploytest-bin-*"))
-		for _, dir := range old {
-			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "envdeploytest-bin-"))
-			if err == nil && !envdeploy.OwnerAlive("pid:"+strconv.Itoa(pid)) {
-				_ = os.RemoveAll(dir)
-			}
-		}
-		binDir = filepath.Join(os.TempDir(), "envdeploytest-bin-"+strconv.Itoa(os.Getpid()))
+		// One cache folder shared by every test binary: `go build -o`
+		// skips the link when the binary there is up to date, so only the
+		// first package to test pays for the builds. A file lock keeps
+		// concurrent test binaries from building over each other.
+		binDir = filepath.Join(os.TempDir(), "agentenv-test-fixtures-"+strconv.Itoa(os.Getuid()))
 		if binErr = os.MkdirAll(binDir, 0o700); binErr != nil {
 			return
 		}
+		lock, err := os.OpenFile(filepath.Join(binDir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+		if err != nil {
+			binErr = err
+			return
+		}
+		defer lock.Close()
+		if binErr = syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); binErr != nil {
+			return
+		}
+		defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
 		ctx := context.Background()
 		o := &imagebuild.GoOptions{Dir: root}
 		var wg sync.WaitGroup
@@ -105,10 +110,17 @@ func Build(t testing.TB) Binaries {
 	return bins
 }
 
-// Cleanup removes the built binaries; call it from TestMain after m.Run.
+// Cleanup is called from TestMain after m.Run. The fixture binaries are a
+// cache shared by test binaries (a few tens of MB under the temp folder),
+// so it leaves them; it removes the per-process folders older versions of
+// this package made.
 func Cleanup() {
-	if binDir != "" {
-		_ = os.RemoveAll(binDir)
+	old, _ := filepath.Glob(filepath.Join(os.TempDir(), "envdeploytest-bin-*"))
+	for _, dir := range old {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), "envdeploytest-bin-"))
+		if err == nil && !envdeploy.OwnerAlive("pid:"+strconv.Itoa(pid)) {
+			_ = os.RemoveAll(dir)
+		}
 	}
 }
 
