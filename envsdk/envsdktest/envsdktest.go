@@ -92,7 +92,13 @@ func hasMCP(c *protocol.EnvCard) bool {
 // the test ends.
 func (e *Env) NewClient(t testing.TB, headers map[string]string) *client.Client {
 	t.Helper()
+	// A client of its own, so its pooled connections close with it: a
+	// connection the pool dialed but never used stays "new" on the server,
+	// and http.Server.Shutdown waits 5 s before it treats such a connection
+	// as idle, which made every Start'ed server slow to stop.
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 	tr, err := transport.NewStreamableHTTP(e.MCPURL,
+		transport.WithHTTPBasicClient(hc),
 		transport.WithHTTPHeaders(headers),
 		transport.WithHTTPLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
 	if err != nil {
@@ -103,7 +109,10 @@ func (e *Env) NewClient(t testing.TB, headers map[string]string) *client.Client 
 	if err := c.Start(ctx); err != nil {
 		t.Fatalf("envsdktest: start client: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	t.Cleanup(func() {
+		_ = c.Close()
+		hc.CloseIdleConnections()
+	})
 	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: mcp.ProtocolVersion20251125,
 		ClientInfo:      mcp.Implementation{Name: "envsdktest", Version: "0"},
