@@ -54,3 +54,26 @@ func hasPackageDoc(files []goFile) bool {
 	}
 	return false
 }
+
+// grabBagNames are package names that say nothing about what a package
+// provides (the style guide's util/common/helpers anti-pattern).
+var grabBagNames = map[string]bool{"util": true, "utils": true, "common": true, "helpers": true, "helper": true, "misc": true, "shared": true}
+
+// TestNoGrabBagPackages fails on a package directory named like a grab
+// bag: a package is named for what it provides.
+func TestNoGrabBagPackages(t *testing.T) {
+	for _, dir := range grabBags(sortedKeys(parseModule(t, moduleRoot(t)))) {
+		t.Errorf("%s: a package named for no concern; name it for what it provides", dir)
+	}
+}
+
+// grabBags returns the dirs whose last element is a grab-bag name.
+func grabBags(dirs []string) []string {
+	var out []string
+	for _, dir := range dirs {
+		if grabBagNames[dir[strings.LastIndex(dir, "/")+1:]] {
+			out = append(out, dir)
+		}
+	}
+	return out
+}

@@ -123,3 +123,10 @@ func TestImportRules(t *testing.T) {
 		}
 	}
 }
+
+func TestGrabBags(t *testing.T) {
+	got := grabBags([]string{"internal/util", "registry/redact", "common", "gateway/triggers", "x/helpers"})
+	if diff := cmp.Diff([]string{"internal/util", "common", "x/helpers"}, got); diff != "" {
+		t.Errorf("grabBags (-want +got):\n%s", diff)
+	}
+}
