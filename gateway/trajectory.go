@@ -38,8 +38,9 @@ type trajectory struct {
 	mu      sync.Mutex
 	next    int64 // next event number
 	queue   []pendingEvent
-	queued  int64 // events queued so far (by number)
-	written int64 // last event number written
+	spare   []pendingEvent // the writer's last batch, reused by the queue
+	queued  int64          // events queued so far (by number)
+	written int64          // last event number written
 	wake    chan struct{}
 	flushed *sync.Cond
 	closed  bool
@@ -50,10 +51,11 @@ type trajectory struct {
 
 // pendingEvent is an event queued for the writer.
 type pendingEvent struct {
-	typ, id string
-	ts      time.Time
-	vt      string
-	fields  []field
+	typ    string
+	num    int64 // event_<num>
+	ts     time.Time
+	vt     string
+	fields []field
 }
 
 // appendLine renders the event as one JSONL line.
@@ -61,7 +63,9 @@ func (e *pendingEvent) appendLine(b *bytes.Buffer) {
 	b.WriteString(`{"event_type":`)
 	b.Write(jsonString(e.typ))
 	b.WriteString(`,"event_id":`)
-	b.Write(jsonString(e.id))
+	b.WriteString(`"event_`)
+	b.WriteString(strconv.FormatInt(e.num, 10))
+	b.WriteByte('"')
 	b.WriteString(`,"timestamp_utc":`)
 	b.Write(jsonString(formatTimestamp(e.ts)))
 	if e.vt != "" {
@@ -147,26 +151,35 @@ func (t *trajectory) emit(eventType string, fields ...field) string {
 			vt = formatVirtual(v)
 		}
 	}
+	// The critical section is kept to numbering and queueing: every call
+	// emits twice, and under concurrency a longer one convoys the callers.
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	id := "event_" + strconv.FormatInt(t.next, 10)
+	n := t.next
 	t.next++
 	if t.closed || t.file == nil {
-		return id
+		t.mu.Unlock()
+		return eventID(n)
 	}
 	if len(t.queue) >= maxQueuedEvents {
-		t.log.Error("trajectory queue full; event dropped", "event_id", id)
-		return id
+		t.mu.Unlock()
+		t.log.Error("trajectory queue full; event dropped", "event_id", eventID(n))
+		return eventID(n)
+	}
+	if t.queue == nil {
+		t.queue, t.spare = t.spare, nil
 	}
 	// Formatting happens on the writer goroutine, off the call path.
-	t.queue = append(t.queue, pendingEvent{typ: eventType, id: id, ts: ts, vt: vt, fields: fields})
-	t.queued = t.next - 1
+	t.queue = append(t.queue, pendingEvent{typ: eventType, num: n, ts: ts, vt: vt, fields: fields})
+	t.queued = n
+	t.mu.Unlock()
 	select {
 	case t.wake <- struct{}{}:
 	default:
 	}
-	return id
+	return eventID(n)
 }
+
+func eventID(n int64) string { return "event_" + strconv.FormatInt(n, 10) }
 
 // Emit writes an event built by another component (the trigger engine):
 // payload is a JSON object whose fields follow the base fields in order.
@@ -211,7 +224,11 @@ func (t *trajectory) run() {
 				t.log.Error("trajectory write failed", "err", err, "events", len(batch))
 			}
 		}
+		clear(batch)
 		t.mu.Lock()
+		if cap(batch) <= 4096 {
+			t.spare = batch[:0]
+		}
 		t.written = upto
 		t.flushed.Broadcast()
 		t.mu.Unlock()
