@@ -418,9 +418,21 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 			if resp.StatusCode < 500 {
 				var c protocol.EnvCard
 				if json.Unmarshal(b, &c) == nil && len(c.ChildrenEnvironments) >= children {
-					return b, nil
+					// The card can list a child before the gateway's tool
+					// discovery has its tools: list them once (runner.md
+					// §15.1 step 6) and wait for every advertised tool.
+					missing, err := d.missingTools(ctx2, strings.TrimSuffix(u, protocol.EnvCardPath), &c)
+					if err == nil && len(missing) == 0 {
+						return b, nil
+					}
+					if err != nil {
+						last = "list_tools: " + err.Error()
+					} else {
+						last = "tools not discovered yet: " + strings.Join(missing, ", ")
+					}
+				} else {
+					last = fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children)
 				}
-				last = fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children)
 			} else {
 				last = "status " + strconv.Itoa(resp.StatusCode)
 			}
@@ -466,6 +478,43 @@ func (d *Deployer) record(ctx context.Context, c registry.Collection, id string)
 		}
 	}
 	return registry.Record{}, nil, first
+}
+
+// missingTools lists the tools the child cards advertise that the
+// gateway's /step list_tools does not expose yet.
+func (d *Deployer) missingTools(ctx context.Context, gateway string, c *protocol.EnvCard) ([]string, error) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gateway+"/step", strings.NewReader(`{"action":"list_tools"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := d.httpClient().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("status %d", resp.StatusCode)
+	}
+	var out struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, t := range out.Tools {
+		have[t.Name] = true
+	}
+	var missing []string
+	for _, child := range c.ChildrenEnvironments {
+		for _, t := range child.Capabilities.Tools {
+			if !have[t.Name] && !have[child.Name+"_"+t.Name] && !have[child.Name+"__"+t.Name] {
+				missing = append(missing, t.Name)
+			}
+		}
+	}
+	return missing, nil
 }
 
 // GetInstance reads an env instance record.
