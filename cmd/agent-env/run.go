@@ -29,8 +29,14 @@ func newRunCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run [BUNDLE]",
 		Short: "Run a bundle's tasks (try: agent-env run hello)",
-		Long: "Run the tasks of a bundle: an installed bundle name (hello) or a folder.\n" +
-			"Without an argument, list the installed bundles.",
+		Long: "Run the tasks of a bundle: an installed bundle name (hello) or a folder with\n" +
+			"tasks/<name>.json and artifacts/<name>/ subfolders. Its contents are stored under\n" +
+			"@local/... ids first (an unchanged file keeps its version), every task runs, and every\n" +
+			"sandbox is torn down at the end. Without an argument, list the installed bundles.",
+		Example: "  agent-env run hello\n" +
+			"  agent-env run                       # list the installed bundles and their folders\n" +
+			"  agent-env run ./my-bundle --task hello\n" +
+			"  agent-env run hello --json          # a JSON report on stdout for scripts",
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
