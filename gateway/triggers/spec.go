@@ -97,7 +97,7 @@ type predicate struct {
 func (p *predicate) eval(v any) bool {
 	switch p.kind {
 	case "regex":
-		return p.re.MatchString(asText(v))
+		return p.re.MatchString(jsonvalue.Text(v))
 	case "equals":
 		return jsonvalue.Equal(v, p.equals)
 	}
@@ -519,7 +519,7 @@ func pyRepr(v any) string {
 	case string:
 		return pyQuote(x)
 	}
-	return pyDumps(v)
+	return jsonvalue.Dumps(v)
 }
 
 func parseAction(a any, w string, hasCtx bool, executor *executorConfig) (action, any, error) {

@@ -160,7 +160,7 @@ func renderString(s string, bindings map[string]any, cc *callCtx) (any, error) {
 		if str, ok := v.(string); ok {
 			return str
 		}
-		return pyDumps(v)
+		return jsonvalue.Dumps(v)
 	})
 	if firstErr != nil {
 		return nil, firstErr

@@ -28,81 +28,6 @@ func mustMarshal(v any) json.RawMessage {
 	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
-// pyDumps renders v like Python's json.dumps with default settings
-// (", " and ": " separators, non-ASCII escaped), which the reference uses to
-// stringify embedded placeholders and regex subjects. Object keys are
-// sorted: the engine does not keep document order inside values.
-func pyDumps(v any) string {
-	var sb strings.Builder
-	pyDumpsTo(&sb, v)
-	return sb.String()
-}
-
-func pyDumpsTo(sb *strings.Builder, v any) {
-	switch x := v.(type) {
-	case nil:
-		sb.WriteString("null")
-	case bool:
-		if x {
-			sb.WriteString("true")
-		} else {
-			sb.WriteString("false")
-		}
-	case json.Number:
-		sb.WriteString(x.String())
-	case string:
-		sb.WriteByte('"')
-		for _, r := range x {
-			switch {
-			case r == '"':
-				sb.WriteString(`\"`)
-			case r == '\\':
-				sb.WriteString(`\\`)
-			case r == '\n':
-				sb.WriteString(`\n`)
-			case r == '\r':
-				sb.WriteString(`\r`)
-			case r == '\t':
-				sb.WriteString(`\t`)
-			case r == '\b':
-				sb.WriteString(`\b`)
-			case r == '\f':
-				sb.WriteString(`\f`)
-			case r < 0x20 || (r >= 0x7f && r <= 0xffff):
-				fmt.Fprintf(sb, `\u%04x`, r)
-			case r > 0xffff:
-				r -= 0x10000
-				fmt.Fprintf(sb, `\u%04x\u%04x`, 0xd800+(r>>10), 0xdc00+(r&0x3ff))
-			default:
-				sb.WriteRune(r)
-			}
-		}
-		sb.WriteByte('"')
-	case []any:
-		sb.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			pyDumpsTo(sb, e)
-		}
-		sb.WriteByte(']')
-	case map[string]any:
-		sb.WriteByte('{')
-		for i, k := range sortedKeys(x) {
-			if i > 0 {
-				sb.WriteString(", ")
-			}
-			pyDumpsTo(sb, k)
-			sb.WriteString(": ")
-			pyDumpsTo(sb, x[k])
-		}
-		sb.WriteByte('}')
-	default:
-		sb.WriteString(string(mustMarshal(x)))
-	}
-}
-
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -110,14 +35,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-// asText is a predicate subject: strings as is, anything else JSON-encoded.
-func asText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	return pyDumps(v)
 }
 
 // bindingText is the string form of a check binding in a whole-string

@@ -94,3 +94,25 @@ func Example() {
 	// true
 	// false
 }
+
+func TestDumpsLikePython(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"b":[1,true,null],"a":"x<y"}`: `{"a": "x<y", "b": [1, true, null]}`,
+		`"é\n😀"`:                        `"\u00e9\n\ud83d\ude00"`,
+		`[]`:                            `[]`,
+		`1.50`:                          `1.50`,
+	} {
+		if got := jsonvalue.Dumps(mustDecode(t, in)); got != want {
+			t.Errorf("Dumps(%s) = %s, want %s", in, got, want)
+		}
+	}
+	if got := jsonvalue.Dumps(struct{ A string }{"<"}); got != `{"A":"<"}` {
+		t.Errorf("Dumps(struct) = %s", got)
+	}
+	if got := jsonvalue.Text("plain"); got != "plain" {
+		t.Errorf("Text(string) = %s", got)
+	}
+	if got := jsonvalue.Text(mustDecode(t, `{"a":1}`)); got != `{"a": 1}` {
+		t.Errorf("Text(object) = %s", got)
+	}
+}
