@@ -84,6 +84,7 @@ func (s *Store) put(ctx context.Context, typ, id string, payloads []payload, bui
 	}
 	defer s.lock(id)()
 	var lastErr error
+attempts:
 	for attempt := 0; attempt < 3; attempt++ {
 		next := 1
 		latest, err := s.docs.Get(ctx, registry.Artifacts, registry.Ref{ID: id})
@@ -101,6 +102,12 @@ func (s *Store) put(ctx context.Context, typ, id string, payloads []payload, bui
 		urls := make(map[string]string, len(payloads))
 		for _, p := range payloads {
 			u, err := s.writeObject(ctx, typ, id, next, p)
+			if errors.Is(err, registry.ErrConflict) {
+				// Another process wrote version next (object and document)
+				// since we read the latest: go again at the one after.
+				lastErr = err
+				continue attempts
+			}
 			if err != nil {
 				return registry.Document{}, err
 			}
