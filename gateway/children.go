@@ -409,7 +409,19 @@ func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *h
 		}
 		return res, err
 	}
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxChildResponse))
+	// decodeResponse copies what it keeps, so the read buffer is pooled.
+	buf := bodyPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	defer func() {
+		if buf.Cap() <= 1<<20 {
+			bodyPool.Put(buf)
+		}
+	}()
+	if resp.ContentLength > 0 && resp.ContentLength <= maxChildResponse {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxChildResponse))
+	raw := buf.Bytes()
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(context.Cause(ctx), errCancelledByClient) {

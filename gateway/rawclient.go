@@ -139,6 +139,10 @@ func (rc *rawClient) close() {
 	}
 }
 
+// reqBufPool recycles request buffers (a request is one write; nothing
+// keeps the bytes afterwards).
+var reqBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
 // rawExchange is one request on a rawConn, as child.send sees it.
 type rawExchange struct {
 	rc   *rawClient
@@ -165,13 +169,20 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 		}
 		return nil, wrote, err
 	}
-	buf := make([]byte, 0, len(rc.prefix)+len(headers)+len(body)+40)
+	bp := reqBufPool.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= 1<<20 {
+			reqBufPool.Put(bp)
+		}
+	}()
+	buf := (*bp)[:0]
 	buf = append(buf, rc.prefix...)
 	buf = append(buf, headers...)
 	buf = append(buf, "Content-Length: "...)
 	buf = strconv.AppendInt(buf, int64(len(body)), 10)
 	buf = append(buf, "\r\n\r\n"...)
 	buf = append(buf, body...)
+	*bp = buf
 	if _, err := c.nc.Write(buf); err != nil {
 		return fail(err)
 	}
