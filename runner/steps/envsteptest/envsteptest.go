@@ -77,8 +77,15 @@ func Build(t testing.TB) Binaries {
 	return bins
 }
 
-// Cleanup removes the built binaries (call from TestMain).
+// Cleanup closes the shared fixtures and removes the built binaries (call
+// from TestMain).
 func Cleanup() {
+	sharedMu.Lock()
+	for i := len(closers) - 1; i >= 0; i-- {
+		closers[i]()
+	}
+	closers, shared = nil, map[string]*Fixture{}
+	sharedMu.Unlock()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
@@ -104,21 +111,48 @@ func NewB(b *testing.B) *Fixture { b.Helper(); return NewOn(b, "process") }
 // FROM scratch from the same binaries.
 func NewOn(t testing.TB, sandbox string) *Fixture {
 	t.Helper()
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	if f, ok := shared[sandbox]; ok {
+		return f
+	}
+	f := newFixture(t, sandbox)
+	shared[sandbox] = f
+	return f
+}
+
+// Fixtures are shared by the tests of one test binary (registering the
+// binaries in fresh stores is the slow part); Cleanup closes them.
+var (
+	sharedMu sync.Mutex
+	shared   = map[string]*Fixture{}
+	closers  []func()
+)
+
+func newFixture(t testing.TB, sandbox string) *Fixture {
+	t.Helper()
 	b := Build(t)
-	dir := t.TempDir()
+	dir, err := os.MkdirTemp("", "envsteptest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closers = append(closers, func() { _ = os.RemoveAll(dir) })
 	ctx := context.Background()
 	docs, err := sqlite.Open(ctx, filepath.Join(dir, "documents.db"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { docs.Close() })
+	closers = append(closers, func() { docs.Close() })
 	objs, err := fsobject.New(filepath.Join(dir, "objects"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	arts := artifact.New(docs, objs, nil)
 	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(objs, nil)}
-	put := &envdeploy.Putter{Stores: st, TempDir: t.TempDir()}
+	if err := os.MkdirAll(filepath.Join(dir, "put"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	put := &envdeploy.Putter{Stores: st, TempDir: filepath.Join(dir, "put")}
 	var backend envdeploy.Backend
 	switch sandbox {
 	case "docker":
@@ -129,13 +163,13 @@ func NewOn(t testing.TB, sandbox string) *Fixture {
 		if err != nil {
 			t.Skipf("no Docker engine: %v", err)
 		}
-		t.Cleanup(func() { _ = dp.Close() })
+		closers = append(closers, func() { _ = dp.Close() })
 		backend, put.Builder = dp, dp
 		st.Images = localimage.New(objs, &localimage.Options{RepositoryPrefix: "agentenvtest-" + runner.RandomHex(4)})
 		put.Stores = st
 	default:
 		pb := process.New(filepath.Join(dir, "proc"), nil)
-		t.Cleanup(func() { _ = pb.Close() })
+		closers = append(closers, func() { _ = pb.Close() })
 		backend = pb
 	}
 	if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, envdeploy.ImageInput{Binary: b.Gateway}); err != nil {
