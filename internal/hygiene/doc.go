@@ -9,6 +9,8 @@
 //     a channel, poll a condition with a deadline, or use synctest instead);
 //   - a package directory has neither a doc.go nor a package comment (the
 //     package comment is where a package says why it exists);
+//   - a struct embeds http.ResponseWriter without an Unwrap method (SSE
+//     flushing through http.NewResponseController needs it);
 //   - a package directory is named like a grab bag (util, common, helpers);
 //   - a non-test file in protocol/ imports anything but the standard library
 //     (protocol is the wire contract every other package depends on);

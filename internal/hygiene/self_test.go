@@ -130,3 +130,33 @@ func TestGrabBags(t *testing.T) {
 		t.Errorf("grabBags (-want +got):\n%s", diff)
 	}
 }
+
+func TestWrappersWithoutUnwrap(t *testing.T) {
+	src := `package p
+
+import "net/http"
+
+type good struct{ http.ResponseWriter }
+
+func (g *good) Unwrap() http.ResponseWriter { return g.ResponseWriter }
+
+type bad struct {
+	http.ResponseWriter
+	status int
+}
+
+type named struct{ w http.ResponseWriter } // holds one, does not wrap
+
+type held struct{ w http.ResponseWriter } // holds one and is one
+
+func (h held) Header() http.Header         { return h.w.Header() }
+func (h held) Write(b []byte) (int, error) { return h.w.Write(b) }
+func (h held) WriteHeader(code int)        { h.w.WriteHeader(code) }
+
+func (b *bad) WriteHeader(code int) { b.status = code; b.ResponseWriter.WriteHeader(code) }
+`
+	got := wrappersWithoutUnwrap([]goFile{parseSource(t, "p/p.go", src)})
+	if diff := cmp.Diff([]string{"bad", "held"}, got); diff != "" {
+		t.Errorf("wrappers (-want +got):\n%s", diff)
+	}
+}
