@@ -283,6 +283,9 @@ func decodeStrict(raw []byte, v any) error {
 	if err := dec.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if te.Field == "" { // the value itself is not an object
+				return errors.New("must be a JSON object")
+			}
 			return fmt.Errorf("%s: wrong type", te.Field)
 		}
 		if strings.HasPrefix(err.Error(), "json: unknown field ") {

@@ -50,3 +50,19 @@ func TestTriggersContextLimit(t *testing.T) {
 		t.Fatalf("%v %d", err, len(st.contexts))
 	}
 }
+
+// A spec of the wrong JSON kind, or with a field of the wrong type, is
+// refused with a message naming where, never an empty field name.
+func TestTriggerSpecTypeErrorsNameTheField(t *testing.T) {
+	for raw, want := range map[string]string{
+		`"a string"`: "triggers[0]: must be a JSON object",
+		`[1]`:        "triggers[0]: must be a JSON object",
+		`{"id":5,"when":{"type":"step","where":{}},"actions":[{"type":"end"}]}`: "triggers[0]: id: wrong type",
+		`{"when":{"type":"step","turn":1},"actions":["end"]}`:                   "triggers[0].actions[0]: must be a JSON object",
+	} {
+		_, err := parseTrigger(json.RawMessage(raw), 0)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: got %v, want %q", raw, err, want)
+		}
+	}
+}
