@@ -130,3 +130,41 @@ func TestRubricsVerifier(t *testing.T) {
 		t.Errorf("missing %s", asJSON(mv))
 	}
 }
+
+// TestRunOverrides: user_overrides (--a2a-agent-id, --env-sandbox,
+// --agent-sandbox) and the run's agent_model (--agent-model) win over the
+// step fields.
+func TestRunOverrides(t *testing.T) {
+	f := envsteptest.New(t)
+	over := func(kv ...string) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return map[string]any{"metadata": map[string]any{"user_overrides": m}}
+	}
+	_, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600,"sandbox_type":"process"}]`, over("env_sandbox", "moon"))
+	if err == nil || !strings.Contains(err.Error(), `unknown sandbox provider "moon"`) {
+		t.Errorf("env_sandbox override: %v", err)
+	}
+	_, _, err = f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+scriptedAssistant+`]`, over("agent_sandbox", "moon"))
+	if err == nil || !strings.Contains(err.Error(), `unknown sandbox provider "moon"`) {
+		t.Errorf("agent_sandbox override: %v", err)
+	}
+	_, _, err = f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+scriptedAssistant+`]`, over("a2a_agent_id", "ghost-agent"))
+	if err == nil || !strings.Contains(err.Error(), "ghost-agent") {
+		t.Errorf("a2a_agent_id override: %v", err)
+	}
+	// --agent-model reaches the prompt response (the scripted agent does
+	// not take a model, so nothing is sent to it).
+	init := over()
+	init["agent_model"] = "model-from-cli"
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+scriptedAssistant+`,
+	 {"id":"p","type":"prompt_agent","prompt_id":"p1","prompt":"hi","model":"model-from-step","poll_interval_seconds":0.05}]`, init)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr, _ := rc.PromptResponseEntry("p1"); pr["model"] != "model-from-cli" {
+		t.Errorf("model %v, want the run's agent_model", pr["model"])
+	}
+}
