@@ -198,7 +198,13 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 // Run parses and runs a task; everything is torn down at cleanup.
 func (f *Fixture) Run(t *testing.T, js string, initial map[string]any) (*runner.RunContext, *runner.Result, error) {
 	t.Helper()
-	task, err := f.Runner.ParseTask("t", 1, []byte(js))
+	return f.RunTask(t, "t", js, initial)
+}
+
+// RunTask is Run with a task id.
+func (f *Fixture) RunTask(t *testing.T, id, js string, initial map[string]any) (*runner.RunContext, *runner.Result, error) {
+	t.Helper()
+	task, err := f.Runner.ParseTask(id, 1, []byte(js))
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}

@@ -1,8 +1,11 @@
 package envsteptest_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/agentenv/agentenv/registry/artifact"
 
 	"github.com/agentenv/agentenv/internal/fakemodel"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
@@ -166,5 +169,48 @@ func TestRunOverrides(t *testing.T) {
 	}
 	if pr, _ := rc.PromptResponseEntry("p1"); pr["model"] != "model-from-cli" {
 		t.Errorf("model %v, want the run's agent_model", pr["model"])
+	}
+}
+
+// TestOutcomeProgramAndClockErrors: env_outcome_verifier runs a verifier
+// program (file_artifact_id) with the MCP URL; a failing program or bad
+// output fails the step; the gateway's clock refusal is reported with its
+// status; snapshot_env needs snapshot_id in bundle runs.
+func TestOutcomeProgramAndClockErrors(t *testing.T) {
+	f := envsteptest.New(t)
+	ctx := context.Background()
+	put := func(id, body string) {
+		if _, err := f.Services.Artifacts.PutFile(ctx, id, artifact.FileInput{Filename: "verify.sh", Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("good-verifier", "#!/bin/sh\ncase \"$1\" in http://*/mcp) r=passed;; *) r=failed;; esac\n"+
+		"[ \"$1\" = \"$AGENTENV_MCP_URL\" ] || r=failed\nprintf '[{\"criterion\":\"got the MCP url\",\"result\":\"%s\",\"score\":1}]\\n' \"$r\"\n")
+	put("crashing-verifier", "#!/bin/sh\necho boom >&2\nexit 3\n")
+	put("chatty-verifier", "#!/bin/sh\necho not json\n")
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"v","type":"env_outcome_verifier","env_id":"email","file_artifact_id":"good-verifier","verifier_id":"prog"}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := rc.Verification("prog"); v.Score != 1 || v.Results[0]["result"] != true {
+		t.Errorf("program verifier %s", asJSON(v))
+	}
+	for id, want := range map[string]string{"crashing-verifier": "boom", "chatty-verifier": "not a JSON list"} {
+		_, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+		 {"id":"v","type":"env_outcome_verifier","env_id":"email","file_artifact_id":"`+id+`"}]`, nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", id, err, want)
+		}
+	}
+	_, _, err = f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"c","type":"sync_env_clock","env_id":"email","virtual_time":"9999-12-31T00:00:00Z","virtual_seconds_per_real_second":10}]`, nil)
+	if err == nil || !strings.Contains(err.Error(), "clock arm failed (HTTP 400)") {
+		t.Errorf("clock refusal: %v", err)
+	}
+	_, _, err = f.RunTask(t, "@local/pkg/b/t", `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"s","type":"snapshot_env","env_id":"email"}]`, nil)
+	if err == nil || !strings.Contains(err.Error(), "snapshot_id") {
+		t.Errorf("snapshot in a bundle run without snapshot_id: %v", err)
 	}
 }

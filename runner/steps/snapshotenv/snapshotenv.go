@@ -90,6 +90,10 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		return err
 	}
 	id := c.SnapshotID
+	if task, _ := rc.Metadata("task_id"); id == "" && strings.HasPrefix(fmt.Sprint(task), "@local/") {
+		// runner.md §9: a bundle run must not mint output ids of its own.
+		return fmt.Errorf("snapshot_id is required in bundle runs (task %v)", task)
+	}
 	if id == "" {
 		inst, _ := env.Entry["instance_id"].(string)
 		if len(inst) > 8 {
