@@ -255,11 +255,24 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 		return fmt.Errorf("%w: %s has no image (register it with %s)", envdeploy.ErrImageMissing, src.What, src.PutHint)
 	}
 	ins, err := p.cli.ImageInspect(ctx, src.Ref)
+	stale := ""
 	switch {
 	case err == nil && (src.ImageID == "" || ins.ID == src.ImageID):
 		return nil
-	case err != nil && !cerrdefs.IsNotFound(err):
+	case err == nil:
+		stale = ins.ID // another image under the same tag: load ours over it
+	case !cerrdefs.IsNotFound(err):
 		return p.wrap("inspect image "+src.Ref, err)
+	}
+	loaded := false
+	if stale != "" {
+		// A successful load moves the tag; the stale image is then
+		// untagged. Remove it unless something still uses it (not forced).
+		defer func() {
+			if loaded {
+				_, _ = p.cli.ImageRemove(context.WithoutCancel(ctx), stale, client.ImageRemoveOptions{})
+			}
+		}()
 	}
 	if src.Tarball == nil {
 		return fmt.Errorf("%w: image %s of %s is not in the engine and has no saved tarball (re-run %s)",
@@ -279,6 +292,7 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 		}
 		return err
 	}
+	loaded = true
 	p.log.Debug("image loaded", "ref", src.Ref)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
@@ -152,4 +153,47 @@ func waitCard(t *testing.T, base string) {
 		resp.Body.Close()
 		return resp.StatusCode == 200 && strings.Contains(string(b), `"boxed"`)
 	})
+}
+
+// An engine image under the registered tag that is not the registered
+// image (a tag reused by another state root, an older build) is replaced
+// from the stored tarball, and the stale image is removed.
+func TestStaleImageReplaced(t *testing.T) {
+	p := engine(t)
+	t.Cleanup(func() { removeTestImages(t, p); p.Close() })
+	bins := envdeploytest.Build(t)
+	ctx := context.Background()
+	st := envdeploytest.NewStores(t)
+	put := &envdeploy.Putter{Stores: st, TempDir: t.TempDir()}
+	if _, err := put.PutGateway(ctx, "default", envdeploy.ImageInput{Binary: bins.Gateway}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "echo", EnvironmentName: "echo", Image: envdeploy.ImageInput{Binary: bins.Echo}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The crasher under echo's tag.
+	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Crasher})
+	if err != nil {
+		t.Fatal(err)
+	}
+	staleID, _ := img.ConfigName()
+	var buf bytes.Buffer
+	if err := imagebuild.WriteTarball(&buf, e.ImageName, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.LoadImage(ctx, &buf); err != nil {
+		t.Fatal(err)
+	}
+	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"docker": p}, DefaultSandbox: "docker"}
+	inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "echo"}})
+	if err != nil {
+		t.Fatalf("deploy over a stale image: %v", err)
+	}
+	if err := d.Teardown(ctx, inst.InstanceID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Client().ImageInspect(ctx, staleID.String()); err == nil {
+		t.Errorf("stale image %s is still in the engine", staleID)
+	}
 }
