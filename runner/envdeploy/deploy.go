@@ -297,7 +297,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if err != nil {
 		return nil, err
 	}
-	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB) on %s...", int(ttl.Seconds()), mode, b.Type())
+	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB)...", int(ttl.Seconds()), mode)
 
 	now := d.now()
 	id := newInstanceID()
