@@ -7,6 +7,7 @@ package steps
 import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
+	"github.com/agentenv/agentenv/runner/steps/collectartifacts"
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
@@ -45,5 +46,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(snapshotenv.StepInfo())
 	r.Register(resetenv.StepInfo())
 	r.Register(rubricsverifier.StepInfo())
+	r.Register(collectartifacts.StepInfo())
 	return r
 }

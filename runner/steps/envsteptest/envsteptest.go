@@ -24,6 +24,7 @@ import (
 	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/sandbox/local"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
 	"github.com/agentenv/agentenv/runner/steps"
 )
@@ -189,9 +190,10 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{backend.Type(): backend}, DefaultSandbox: backend.Type(),
 		AgentSandbox: backend.Type(), ReadyTimeout: 60 * time.Second}
 	return &Fixture{
-		Runner:   runner.New(&runner.Options{Steps: steps.Builtin()}),
-		Services: &runner.Services{Documents: docs, Objects: objs, Artifacts: arts, Deployer: dep},
-		Putter:   put,
+		Runner: runner.New(&runner.Options{Steps: steps.Builtin()}),
+		Services: &runner.Services{Documents: docs, Objects: objs, Artifacts: arts, Deployer: dep,
+			Sandboxes: map[string]runner.SandboxProvider{"local": local.New(filepath.Join(dir, "local"), nil)}},
+		Putter: put,
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
 
 	"github.com/agentenv/agentenv/internal/fakemodel"
@@ -212,5 +213,39 @@ func TestOutcomeProgramAndClockErrors(t *testing.T) {
 	 {"id":"s","type":"snapshot_env","env_id":"email"}]`, nil)
 	if err == nil || !strings.Contains(err.Error(), "snapshot_id") {
 		t.Errorf("snapshot in a bundle run without snapshot_id: %v", err)
+	}
+}
+
+// TestCollectArtifacts gathers a sandbox's files into a universe; bundle
+// runs are refused.
+func TestCollectArtifacts(t *testing.T) {
+	f := envsteptest.New(t)
+	ctx := context.Background()
+	if _, err := f.Services.Artifacts.PutFile(ctx, "report-file", artifact.FileInput{Filename: "report.txt", Body: strings.NewReader("Q3 ok\n")}); err != nil {
+		t.Fatal(err)
+	}
+	steps := `[{"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm","sandbox_type":"local"},
+	 {"id":"load","type":"load_artifact","sandbox_name":"box","artifact_id":"report-file","destination_path":"/app/artifact"},
+	 {"id":"all","type":"collect_artifacts","sandbox_name":"box"},
+	 {"id":"named","type":"collect_artifacts","sandbox_name":"box","artifact_paths":["report.txt"],"universe_id_suffix":"named"}]`
+	rc, _, err := f.RunTask(t, "collect", steps, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := rc.Metadata("collected_artifacts")
+	m, _ := got.(map[string]any)
+	for _, step := range []string{"all", "named"} {
+		e, _ := m[step].(map[string]any)
+		id, _ := e["id"].(string)
+		u, err := f.Services.Artifacts.GetUniverse(ctx, registry.Ref{ID: id})
+		if err != nil || len(u.FileArtifactRefs) != 1 || asJSON(e["files"]) != `["report.txt"]` {
+			t.Errorf("%s: %v %+v %v", step, e, u, err)
+		}
+	}
+	if _, _, err := f.RunTask(t, "@local/pkg/b/t", steps, nil); err == nil || !strings.Contains(err.Error(), "refused in bundle runs") {
+		t.Errorf("bundle run: %v", err)
+	}
+	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a"}]`)); err == nil {
+		t.Errorf("collecting from an agent should be refused")
 	}
 }
