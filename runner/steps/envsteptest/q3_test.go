@@ -134,7 +134,8 @@ func TestPromptTimeout(t *testing.T) {
 	 {"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
 	 {"id":"prompt","type":"prompt_agent","agent_name":"hung","prompt_id":"p1","prompt":"hello","timeout_seconds":0.3,"poll_interval_seconds":0.05,"fail_task_on_error":false},
 	 {"id":"v1","type":"env_outcome_verifier","env_id":"email","verifier_id":"v1","prompt_id":"p1","checks":[{"data":"email","predicate":{"exists":true}}]},
-	 {"id":"v2","type":"env_outcome_verifier","env_id":"email","verifier_id":"v2","prompt_id":"nope","checks":[{"data":"email","predicate":{"exists":true}}]}
+	 {"id":"v2","type":"env_outcome_verifier","env_id":"email","verifier_id":"v2","prompt_id":"nope","checks":[{"data":"email","predicate":{"exists":true}}]},
+	 {"id":"v3","type":"agent_prompt_response_verifier","verifier_id":"v3","prompt_id":"nope","criteria":[{"type":"response_contains","needles":["x"]}]}
 	]`, map[string]any{"deployed_agents": []any{map[string]any{"agent_name": "hung", "api_url": hung.URL}}})
 	if err != nil {
 		t.Fatalf("run should continue past a tolerated timeout: %v", err)
@@ -154,6 +155,10 @@ func TestPromptTimeout(t *testing.T) {
 	v2, _ := rc.Verification("v2")
 	if v2.Score != 0 || len(v2.Results) != 1 || !strings.Contains(v2.Results[0]["message"].(string), `"nope"`) {
 		t.Errorf("v2 %+v", v2)
+	}
+	v3, _ := rc.Verification("v3")
+	if v3.Score != 0 || len(v3.Results) != 1 || v3.Results[0]["id"] != "missing_prompt" {
+		t.Errorf("v3 %+v", v3)
 	}
 	failed, _ := rc.Metadata("failed_steps")
 	if l, _ := failed.([]any); len(l) != 1 {

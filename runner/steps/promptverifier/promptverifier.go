@@ -118,7 +118,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	pr, err := rc.PromptResponse(c.PromptID)
 	if err != nil {
-		return fmt.Errorf("prompt_id: %w", err)
+		// A prompt that never produced a response (its step failed and
+		// was tolerated) scores 0 with a row saying why.
+		rc.SetVerification(id, runner.Verification{Score: 0, Results: []runner.Row{{"id": "missing_prompt",
+			"result": false, "score": 0.0, "message": fmt.Sprintf("no response for prompt_id %q: %v", c.PromptID, err)}}})
+		return nil
 	}
 	if pr.ErrorType != "" {
 		rc.SetVerification(id, runner.PromptErrorVerification(pr))
