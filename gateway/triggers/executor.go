@@ -7,10 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/a2aproject/a2a-go/a2a"
-	"github.com/a2aproject/a2a-go/a2aclient"
-
 	"github.com/agentenv/agentenv/gateway/vclock"
+	"github.com/agentenv/agentenv/protocol"
 )
 
 // Executor runs nl actions (§9.3). Execute returns nil only when the
@@ -86,34 +84,25 @@ func (x *A2AExecutor) Execute(ctx context.Context, cfg ExecutorConfig, contextID
 		timeout = DefaultExecutorTimeout
 	}
 	deadline := x.opts.Clock.After(timeout)
-	client, err := a2aclient.NewFromEndpoints(ctx,
-		[]a2a.AgentInterface{{URL: cfg.A2AURL + "/a2a", Transport: a2a.TransportProtocolJSONRPC}},
-		a2aclient.WithJSONRPCTransport(x.opts.HTTPClient),
-		a2aclient.WithConfig(a2aclient.Config{Polling: true}))
-	if err != nil {
-		return fmt.Errorf("executor client: %w", err)
-	}
-	defer func() { _ = client.Destroy() }()
-	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.TextPart{Text: instruction})
-	msg.ContextID = contextID
-	rctx, cancel := context.WithTimeout(ctx, x.opts.RequestTimeout)
-	res, err := client.SendMessage(rctx, &a2a.MessageSendParams{Message: msg})
-	cancel()
+	endpoint := cfg.A2AURL + "/a2a"
+	msg := a2aMessage{Kind: "message", Role: "user", MessageID: newMessageID(), ContextID: contextID,
+		Parts: []protocol.Part{protocol.TextPart(instruction)}}
+	var res a2aResult
+	err := x.call(ctx, endpoint, "message/send", a2aSendParams{Message: msg, Configuration: a2aSendConfig{Blocking: false}}, &res)
 	if err != nil {
 		return fmt.Errorf("message/send: %w", err)
 	}
-	var task *a2a.Task
-	switch v := res.(type) {
-	case *a2a.Message:
+	switch res.Kind {
+	case "message":
 		return nil // a direct reply: the agent is done
-	case *a2a.Task:
-		task = v
+	case "task":
 	default:
-		return fmt.Errorf("message/send: unexpected result %T", res)
+		return fmt.Errorf("message/send: unexpected result kind %q", res.Kind)
 	}
+	task := res
 	for {
-		if task.Status.State.Terminal() {
-			if task.Status.State == a2a.TaskStateCompleted {
+		if terminalTaskState(task.Status.State) {
+			if task.Status.State == "completed" {
 				return nil
 			}
 			return fmt.Errorf("%w: %s", ErrNotCompleted, task.Status.State)
@@ -122,19 +111,15 @@ func (x *A2AExecutor) Execute(ctx context.Context, cfg ExecutorConfig, contextID
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), x.opts.RequestTimeout)
-			_, _ = client.CancelTask(cctx, &a2a.TaskIDParams{ID: task.ID})
-			cancel()
+			_ = x.call(context.WithoutCancel(ctx), endpoint, "tasks/cancel", a2aTaskID{ID: task.ID}, &a2aResult{})
 			return fmt.Errorf("%w after %s", ErrExecutorTimeout, timeout)
 		case <-x.opts.Clock.After(x.opts.PollInterval):
 		}
-		rctx, cancel := context.WithTimeout(ctx, x.opts.RequestTimeout)
-		t, err := client.GetTask(rctx, &a2a.TaskQueryParams{ID: task.ID})
-		cancel()
-		if err != nil {
+		var next a2aResult
+		if err := x.call(ctx, endpoint, "tasks/get", a2aTaskID{ID: task.ID}, &next); err != nil {
 			return fmt.Errorf("tasks/get: %w", err)
 		}
-		task = t
+		task = next
 	}
 }
 
