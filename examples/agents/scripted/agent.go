@@ -37,6 +37,11 @@ var (
 	_ agentsdk.Configurable = (*Agent)(nil)
 )
 
+// HostsTriggers turns on the agent-side triggers extension, so a scripted
+// agent playing the user in a conversation can also answer turns
+// deterministically through decide (agent-protocol.md §7.7).
+func (a *Agent) HostsTriggers() bool { return true }
+
 // ConfigDefaults returns the startup script as the default.
 func (a *Agent) ConfigDefaults() any { return &Config{Script: a.Default} }
 

@@ -2,6 +2,7 @@ package envsteptest_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -247,5 +248,42 @@ func TestCollectArtifacts(t *testing.T) {
 	}
 	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a"}]`)); err == nil {
 		t.Errorf("collecting from an agent should be refused")
+	}
+}
+
+// TestConversationUserTriggers: a user agent hosting agent-side triggers
+// answers turns through decide (say, then end) instead of message/send.
+func TestConversationUserTriggers(t *testing.T) {
+	f := envsteptest.New(t)
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"support","type":"deploy_agent","agent_name":"support","a2a_agent_id":"scripted","env_ids":["email"],"role":"support",
+	  "agent_config":{"script":{"rules":[{"when":{"contains":"that's all"},"reply":"Goodbye!"}],"default":{"reply":"How can I help?"}}}},
+	 {"id":"customer","type":"deploy_agent","agent_name":"customer","a2a_agent_id":"scripted","role":"customer",
+	  "agent_config":{"script":{"default":{"reply":"(the model-less fallback)"}}}}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cust, _ := rc.AgentEntry("customer")
+	body := `{"triggers":[{"id":"thanks","when":{"type":"step","turn":1,"cmp":"eq"},"actions":[{"type":"say","text":"Thanks, that's all."}]},
+	  {"id":"bye","when":{"type":"step","turn":2,"cmp":"gte"},"actions":[{"type":"end"}]}]}`
+	resp, err := http.Post(cust["api_url"].(string)+"/ext/triggers", "application/json", strings.NewReader(body))
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("register user triggers: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	rc2, _, err := f.Run(t, `[{"id":"talk","type":"prompt_agent","agent_name":"support","prompt_id":"c","prompt":"Hi",
+	  "user_agent_name":"customer","max_conversation_turns":5,"poll_interval_seconds":0.05}]`, rc.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, _ := rc2.PromptResponseEntry("c")
+	if pr["conversation_turns"] != float64(2) || pr["response"] != "Goodbye!" {
+		t.Errorf("conversation %s", asJSON(pr))
+	}
+	if !strings.Contains(asJSON(pr["user_agent_trigger_log"]), `"fired"`) {
+		t.Errorf("user trigger log %s", asJSON(pr["user_agent_trigger_log"]))
+	}
+	if parts := asJSON(pr["source_agent_per_turn_prompt_parts"]); !strings.Contains(parts, "Thanks, that's all.") || strings.Contains(parts, "fallback") {
+		t.Errorf("user turns %s", parts)
 	}
 }

@@ -154,6 +154,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		turns = *c.MaxConversationTurns
 	}
 	var user *a2aclient.Client
+	var userCard json.RawMessage
 	if turns > 1 {
 		name := c.UserAgentName
 		if name == "" {
@@ -169,6 +170,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		if err != nil {
 			return fmt.Errorf("user agent %q: %w", name, err)
 		}
+		userCard = ucard
 		if err := c.configureUser(ctx, user, ucard); err != nil {
 			return fmt.Errorf("user agent %q: agent-config: %w", name, err)
 		}
@@ -199,16 +201,29 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		if t.err != nil || n == turns || user == nil {
 			break
 		}
-		// The user agent answers the reply.
-		ut, err := user.Send(ctx, userContext, []a2aclient.Part{{Kind: "text", Text: orPlaceholder(t.reply.Text)}})
-		if err == nil {
-			ut, err = user.Poll(ctx, ut.ID, poll, secs(c.UserAgentTimeoutSeconds, 600))
+		// The user agent's deterministic triggers decide first (when it
+		// hosts them); otherwise it answers the reply itself.
+		var msg string
+		var finished, decided bool
+		if a2aclient.Advertises(userCard, protocol.URITriggers) {
+			var derr error
+			msg, finished, decided, derr = decide(ctx, rc, user, n, t.reply.Text, userContext)
+			if derr != nil {
+				done[len(done)-1].err = fmt.Errorf("user agent triggers: %w", derr)
+				break
+			}
 		}
-		if err != nil {
-			done[len(done)-1].err = fmt.Errorf("user agent: %w", err)
-			break
+		if !decided {
+			ut, err := user.Send(ctx, userContext, []a2aclient.Part{{Kind: "text", Text: orPlaceholder(t.reply.Text)}})
+			if err == nil {
+				ut, err = user.Poll(ctx, ut.ID, poll, secs(c.UserAgentTimeoutSeconds, 600))
+			}
+			if err != nil {
+				done[len(done)-1].err = fmt.Errorf("user agent: %w", err)
+				break
+			}
+			msg, finished = userTurn(a2aclient.ReadReply(ut))
 		}
-		msg, finished := userTurn(a2aclient.ReadReply(ut))
 		if finished || msg == "" {
 			break
 		}
@@ -235,6 +250,14 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if objs := rc.Services().Objects; objs != nil {
 		entry["agent_trajectory_object_prefix"] = objs.URL(prefix)
 		entry["agent_trajectory_s3_prefix"] = entry["agent_trajectory_object_prefix"]
+	}
+	if user != nil && a2aclient.Advertises(userCard, protocol.URITriggers) {
+		var st struct {
+			FiringLog []any `json:"firing_log"`
+		}
+		if b, err := user.ExtOK(ctx, http.MethodGet, "/ext/triggers", nil); err == nil && json.Unmarshal(b, &st) == nil {
+			entry["user_agent_trigger_log"] = st.FiringLog
+		}
 	}
 	if turns > 1 {
 		entry["target_agent_per_turn_trajectory_object_urls"] = urls
@@ -473,4 +496,55 @@ func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, ent
 	if len(clock) > 0 {
 		entry["env_clock_states"] = clock
 	}
+}
+
+// decide asks the user agent's triggers for the next user turn
+// (agent-protocol.md §7.7): each env's gateway trigger statuses are read
+// first (fail-closed); fired parts become the next prompt, done ends the
+// conversation, and neither (decided=false) leaves the turn to the agent.
+func decide(ctx context.Context, rc *runner.RunContext, user *a2aclient.Client, turn int, solver, contextID string) (msg string, done, decided bool, err error) {
+	envTriggers := map[string]map[string]string{}
+	for _, e := range rc.Envs() {
+		if e.GatewayURL == "" {
+			continue
+		}
+		st, err := gwclient.New(e.GatewayURL, &http.Client{Timeout: 10 * time.Second}).TriggersState(ctx)
+		if err != nil {
+			return "", false, false, fmt.Errorf("env %s trigger state: %w", e.EnvID, err)
+		}
+		m := map[string]string{}
+		for _, t := range st.Triggers {
+			status := t.Status
+			if t.FireCount > 0 && status != "firing" && status != "queued" {
+				status = "fired"
+			}
+			m[t.ID] = status
+		}
+		envTriggers[e.EnvID] = m
+	}
+	b, err := user.ExtOK(ctx, http.MethodPost, "/ext/triggers/decide", map[string]any{"turn": turn, "solver_message": solver,
+		"context_id": contextID, "env_triggers": envTriggers})
+	if err != nil {
+		return "", false, false, err
+	}
+	var out struct {
+		Parts []a2aclient.Part `json:"parts"`
+		Done  bool             `json:"done"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", false, false, fmt.Errorf("decide answer: %w", err)
+	}
+	var texts []string
+	for _, p := range out.Parts {
+		if p.Kind == "text" && p.Text != "" {
+			texts = append(texts, p.Text)
+		}
+	}
+	if out.Done {
+		return "", true, true, nil
+	}
+	if len(texts) == 0 {
+		return "", false, false, nil
+	}
+	return strings.Join(texts, "\n"), false, true, nil
 }
