@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -74,7 +75,25 @@ var (
 	_ runner.Step         = (*Config)(nil)
 	_ runner.Validator    = (*Config)(nil)
 	_ runner.EntityRefser = (*Config)(nil)
+	_ runner.Preflighter  = (*Config)(nil)
 )
+
+// Preflight checks that the step's agent is registered (or is an example
+// built on first use). A per-run a2a_agent_id override is checked at run
+// time.
+func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
+	id := c.A2AAgentID
+	if id == "" || s.Deployer == nil {
+		return nil
+	}
+	if _, ok := examplecatalog.Agents[path.Base(id)]; ok && c.A2AAgentVersion == 0 {
+		return nil
+	}
+	if _, err := s.Deployer.Stores.GetAgent(ctx, registry.Ref{ID: id, Version: c.A2AAgentVersion}); err != nil {
+		return []error{fmt.Errorf("deploy_agent a2a_agent_id %q: %w", id, err)}
+	}
+	return nil
+}
 
 // EntityRefs implements runner.EntityRefser.
 func (c *Config) EntityRefs() []runner.EntityRef {

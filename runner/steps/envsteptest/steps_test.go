@@ -2,12 +2,14 @@ package envsteptest_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/runner"
 
 	"github.com/agentenv/agentenv/internal/fakemodel"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
@@ -285,5 +287,24 @@ func TestConversationUserTriggers(t *testing.T) {
 	}
 	if parts := asJSON(pr["source_agent_per_turn_prompt_parts"]); !strings.Contains(parts, "Thanks, that's all.") || strings.Contains(parts, "fallback") {
 		t.Errorf("user turns %s", parts)
+	}
+}
+
+// TestPreflight: unknown envs and agents are problems before anything is
+// deployed; registered ones and examples built on first use are not.
+func TestPreflight(t *testing.T) {
+	f := envsteptest.New(t)
+	task, err := f.Runner.ParseTask("t", 1, []byte(`[
+	 {"id":"a","type":"deploy_env","env_id":"nowhere"},
+	 {"id":"b","type":"deploy_env","env_id":"email"},
+	 {"id":"c","type":"deploy_env","env_id":"@local/x/outbox"},
+	 {"id":"d","type":"deploy_agent","a2a_agent_id":"nobody"},
+	 {"id":"e","type":"deploy_agent","a2a_agent_id":"scripted"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	probs := runner.Preflight(context.Background(), task, f.Services)
+	if len(probs) != 2 || !strings.Contains(asJSON(fmt.Sprint(probs)), "nowhere") || !strings.Contains(fmt.Sprint(probs), "nobody") {
+		t.Errorf("problems %v", probs)
 	}
 }
