@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"regexp"
-	"strconv"
-	"strings"
+
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 )
 
 // The predicates and extraction below follow the gateway's trigger checks
 // (gateway.md §9.2, §9.4) so that a task can grade with the same
-// expressions its triggers use. gateway/triggers keeps its own copy
-// unexported; if it exports one, this file should use it.
+// expressions its triggers use; the value semantics are shared with the
+// trigger engine through internal/jsonvalue.
 
 // Predicate is exactly one of regex, equals, exists.
 type Predicate struct {
@@ -98,10 +97,8 @@ func (x *Extract) compile(where string) error {
 	if x.Path == "" {
 		return fmt.Errorf("%s.path: required", where)
 	}
-	for _, seg := range strings.Split(x.Path, ".") {
-		if !segmentRe.MatchString(seg) {
-			return fmt.Errorf("%s: invalid path segment %q in %q", where, seg, x.Path)
-		}
+	if seg, bad := jsonvalue.BadSegment(x.Path); bad {
+		return fmt.Errorf("%s: invalid path segment %q in %q", where, seg, x.Path)
 	}
 	for k, p := range x.Match {
 		if err := p.compile(where + ".match." + k); err != nil {
@@ -146,111 +143,12 @@ func (x *Extract) Apply(data any) any {
 	return nil
 }
 
-func decodeJSON(b []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
+func decodeJSON(b []byte) (any, error) { return jsonvalue.Decode(b) }
 
-func asText(v any) string {
-	if s, ok := v.(string); ok {
-		return s
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
+func asText(v any) string { return jsonvalue.Text(v) }
 
-func jsonEqual(a, b any) bool {
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		y, ok := b.(bool)
-		return ok && x == y
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case json.Number:
-		y, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		rx, okx := new(big.Rat).SetString(x.String())
-		ry, oky := new(big.Rat).SetString(y.String())
-		return okx && oky && rx.Cmp(ry) == 0
-	case []any:
-		y, ok := b.([]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !jsonEqual(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		y, ok := b.(map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for k, v := range x {
-			w, ok := y[k]
-			if !ok || !jsonEqual(v, w) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
+func jsonEqual(a, b any) bool { return jsonvalue.Equal(a, b) }
 
-func nonEmpty(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case string:
-		return x != ""
-	case []any:
-		return len(x) != 0
-	}
-	return true
-}
+func nonEmpty(v any) bool { return jsonvalue.NonEmpty(v) }
 
-var (
-	segmentRe = regexp.MustCompile(`^(\w+)((?:\[(?:\d+|\*)\])*)$`)
-	indexRe   = regexp.MustCompile(`\[(\d+|\*)\]`)
-)
-
-func applyPath(data any, path string) any {
-	cur := data
-	for _, seg := range strings.Split(path, ".") {
-		m := segmentRe.FindStringSubmatch(seg)
-		if m == nil {
-			return nil
-		}
-		obj, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		if cur, ok = obj[m[1]]; !ok {
-			return nil
-		}
-		for _, idx := range indexRe.FindAllStringSubmatch(m[2], -1) {
-			if idx[1] == "*" {
-				continue
-			}
-			list, ok := cur.([]any)
-			n, err := strconv.Atoi(idx[1])
-			if !ok || err != nil || n >= len(list) {
-				return nil
-			}
-			cur = list[n]
-		}
-	}
-	return cur
-}
+func applyPath(data any, path string) any { return jsonvalue.Lookup(data, path) }

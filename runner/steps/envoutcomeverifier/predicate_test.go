@@ -18,7 +18,7 @@ func TestPredicatesAndExtract(t *testing.T) {
 		{`"s"`, `{"exists":false}`, true},
 		{`{"path":"messages","match":{"folder":{"equals":"sent"}},"take":"to"}`, `{"regex":"a@x"}`, true},
 		{`{"path":"messages","match":{"folder":{"equals":"trash"}}}`, `{"exists":true}`, false},
-		{`"messages[0]"`, `{"regex":"\"folder\":\"inbox\""}`, true}, // non-strings are JSON-encoded
+		{`"messages[0]"`, `{"regex":"\"folder\": \"inbox\""}`, true}, // non-strings as Python json.dumps renders them
 	}
 	for _, c := range cases {
 		var x Extract
