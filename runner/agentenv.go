@@ -181,3 +181,46 @@ func (s *InstanceSandbox) Terminate(ctx context.Context) error {
 	}
 	return s.TerminateFunc(ctx)
 }
+
+// ReattachInstances holds an InstanceSandbox for every deployed env and
+// agent of the context that this process holds no handle for (a context
+// loaded from a file or a stored instance, as `task run --context-json`
+// resumes), so that the run's teardown removes them too. It returns how
+// many it attached; without a Deployer it does nothing.
+func (rc *RunContext) ReattachInstances() int {
+	d := rc.st.services.Deployer
+	if d == nil {
+		return 0
+	}
+	n := 0
+	attach := func(kind string, list any) {
+		entries, _ := list.([]any)
+		for _, x := range entries {
+			m, _ := x.(map[string]any)
+			sid, _ := m["sandbox_id"].(string)
+			typ, _ := m["sandbox_type"].(string)
+			inst, _ := m["instance_id"].(string)
+			if sid == "" || inst == "" {
+				continue
+			}
+			rc.st.mu.Lock()
+			_, live := rc.st.live[sid]
+			torn := rc.st.torn[sid]
+			rc.st.mu.Unlock()
+			if live || torn {
+				continue
+			}
+			term := func(ctx context.Context) error { return d.Teardown(ctx, inst) }
+			if kind == "agent" {
+				term = func(ctx context.Context) error { return d.TeardownAgent(ctx, inst) }
+			}
+			rc.HoldSandbox(&InstanceSandbox{SandboxID: sid, SandboxType: typ, Kind: kind, InstanceID: inst, TerminateFunc: term})
+			n++
+		}
+	}
+	// Agents first: teardown visits held sandboxes in no fixed order, and
+	// on Docker an env's network cannot go while agents are attached.
+	attach("agent", rc.list(KeyDeployedAgents))
+	attach("env", rc.list(KeyDeployedEnvs))
+	return n
+}

@@ -308,3 +308,30 @@ func TestPreflight(t *testing.T) {
 		t.Errorf("problems %v", probs)
 	}
 }
+
+// TestReattachInstances: a context rebuilt from a saved one (a resumed
+// run) reattaches its envs and agents, so its teardown removes them.
+func TestReattachInstances(t *testing.T) {
+	f := envsteptest.New(t)
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},`+scriptedAssistant+`]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := rc.SafeSnapshot()
+	resumed := runner.NewRunContext(saved, f.Services)
+	if n := resumed.ReattachInstances(); n != 2 {
+		t.Fatalf("reattached %d, want 2", n)
+	}
+	if n, err := f.Runner.TeardownRun(context.Background(), resumed, 0); err != nil || n != 2 {
+		t.Fatalf("teardown of the resumed run: %d %v", n, err)
+	}
+	e, _ := resumed.EnvEntry("email", "")
+	if resp, err := http.Get(e["gateway_url"].(string) + "/.well-known/agent-env.json"); err == nil {
+		resp.Body.Close()
+		t.Errorf("gateway still answers")
+	}
+	inst, err := f.Services.Deployer.GetInstance(context.Background(), e["instance_id"].(string))
+	if err != nil || inst.Status != "torn_down" {
+		t.Errorf("instance record %+v %v", inst, err)
+	}
+}
