@@ -3,6 +3,7 @@ package gateway
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -188,6 +189,15 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 	}
 	wrote = true
 	resp, err := http.ReadResponse(c.br, nil)
+	// Informational answers (103 Early Hints, …) precede the real one;
+	// net/http's Transport skips them too.
+	for i := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; i++ {
+		if i == 5 {
+			err = errors.New("too many informational responses")
+			break
+		}
+		resp, err = http.ReadResponse(c.br, nil)
+	}
 	if err != nil {
 		return fail(err)
 	}

@@ -33,6 +33,10 @@ func TestRawClientReusesAndSurvivesClosedConnections(t *testing.T) {
 			http.Error(w, "bad request line or headers", 400)
 			return
 		}
+		if strings.Contains(string(b), "hints") {
+			w.Header().Set("Link", "</x>; rel=preload")
+			w.WriteHeader(http.StatusEarlyHints)
+		}
 		if strings.Contains(string(b), "chunked") {
 			w.Write([]byte("part1,"))
 			w.(http.Flusher).Flush() // forces a chunked body
@@ -52,14 +56,14 @@ func TestRawClientReusesAndSurvivesClosedConnections(t *testing.T) {
 	}
 	defer rc.close()
 	ctx := context.Background()
-	for i, want := range []string{"one", "part1,chunked", "three"} {
+	for i, want := range []string{"one", "part1,chunked", "hints", "four"} {
 		got, err := rawRoundTrip(ctx, t, rc, strings.TrimPrefix(want, "part1,"))
 		if err != nil || got != want {
 			t.Fatalf("call %d: %q, %v", i, got, err)
 		}
 	}
 	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections for 3 sequential calls, want 1 (reuse)", n)
+		t.Fatalf("%d connections for 4 sequential calls, want 1 (reuse)", n)
 	}
 	// The server drops its keep-alive connections (a restarted child): the
 	// pooled one is recognised as dead and the next call dials again.
