@@ -64,13 +64,13 @@ func newRawClient(target string) *rawClient {
 }
 
 // get returns a live idle connection or dials a new one.
-func (rc *rawClient) get(ctx context.Context) (*rawConn, error) {
+func (rc *rawClient) get(ctx context.Context) (c *rawConn, reused bool, err error) {
 	now := time.Now()
 	for {
 		rc.mu.Lock()
 		if rc.closed {
 			rc.mu.Unlock()
-			return nil, errChildClosed
+			return nil, false, errChildClosed
 		}
 		n := len(rc.idle)
 		if n == 0 {
@@ -82,10 +82,15 @@ func (rc *rawClient) get(ctx context.Context) (*rawConn, error) {
 		rc.idle = rc.idle[:n-1]
 		rc.mu.Unlock()
 		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
-			return c, nil
+			return c, true, nil
 		}
 		c.nc.Close()
 	}
+	c, err = rc.dial(ctx)
+	return c, false, err
+}
+
+func (rc *rawClient) dial(ctx context.Context) (*rawConn, error) {
 	nc, err := rc.dialer.DialContext(ctx, "tcp", rc.addr)
 	if err != nil {
 		return nil, err
@@ -156,19 +161,9 @@ type rawExchange struct {
 // block, ending in "\r\n" per line, without Content-Length) and reads the
 // response head. wrote reports whether the request was written in full.
 func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *rawExchange, wrote bool, err error) {
-	c, err := rc.get(ctx)
+	c, reused, err := rc.get(ctx)
 	if err != nil {
 		return nil, false, err
-	}
-	// A cancelled or timed-out call interrupts blocking I/O at once.
-	stop := context.AfterFunc(ctx, func() { _ = c.nc.SetDeadline(time.Unix(1, 0)) })
-	fail := func(err error) (*rawExchange, bool, error) {
-		stop()
-		c.nc.Close()
-		if ctx.Err() != nil {
-			err = ctx.Err()
-		}
-		return nil, wrote, err
 	}
 	bp := reqBufPool.Get().(*[]byte)
 	defer func() {
@@ -184,8 +179,34 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 	buf = append(buf, "\r\n\r\n"...)
 	buf = append(buf, body...)
 	*bp = buf
-	if _, err := c.nc.Write(buf); err != nil {
-		return fail(err)
+	var stop func() bool
+	fail := func(err error) (*rawExchange, bool, error) {
+		stop()
+		c.nc.Close()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
+		return nil, wrote, err
+	}
+	for {
+		// A cancelled or timed-out call interrupts blocking I/O at once.
+		nc := c.nc
+		stop = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
+		_, err := c.nc.Write(buf)
+		if err == nil {
+			break
+		}
+		if !reused || ctx.Err() != nil {
+			return fail(err)
+		}
+		// As net/http's Transport: a request that could not be written on
+		// a reused connection goes once more on a new one.
+		stop()
+		c.nc.Close()
+		if c, err = rc.dial(ctx); err != nil {
+			return nil, false, err
+		}
+		reused = false
 	}
 	wrote = true
 	resp, err := http.ReadResponse(c.br, nil)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -130,5 +131,25 @@ func TestRawClientNotUsedForHTTPSOrProxies(t *testing.T) {
 	}
 	if newRawClient("http://127.0.0.1:1/mcp") == nil {
 		t.Fatal("no raw client for plain http")
+	}
+}
+
+func TestRawClientRewritesOnAFreshConnectionWhenAReusedOneFailsToWrite(t *testing.T) {
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		w.Write(b)
+	}))
+	defer hs.Close()
+	rc := newRawClient(hs.URL)
+	defer rc.close()
+	// A pooled connection that passes the liveness peek but cannot be
+	// written (a pipe has no socket to peek at).
+	dead, other := net.Pipe()
+	other.Close()
+	dead.Close()
+	rc.put(&rawConn{nc: dead, br: bufio.NewReader(dead)})
+	got, err := rawRoundTrip(context.Background(), t, rc, "again")
+	if err != nil || got != "again" {
+		t.Fatalf("%q, %v; want the request re-sent on a new connection", got, err)
 	}
 }
