@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/gateway/vclock"
-	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/internal/a2aclient"
 )
 
 // Executor runs nl actions (§9.3). Execute returns nil only when the
@@ -84,24 +84,22 @@ func (x *A2AExecutor) Execute(ctx context.Context, cfg ExecutorConfig, contextID
 		timeout = DefaultExecutorTimeout
 	}
 	deadline := x.opts.Clock.After(timeout)
-	endpoint := cfg.A2AURL + "/a2a"
-	msg := a2aMessage{Kind: "message", Role: "user", MessageID: newMessageID(), ContextID: contextID,
-		Parts: []protocol.Part{protocol.TextPart(instruction)}}
-	var res a2aResult
-	err := x.call(ctx, endpoint, "message/send", a2aSendParams{Message: msg, Configuration: a2aSendConfig{Blocking: false}}, &res)
-	if err != nil {
+	client := a2aclient.New(cfg.A2AURL, x.opts.HTTPClient)
+	// message/send is called once, not through Send's retries: an
+	// executor that does not answer fails the fire, which verify and the
+	// nl retry then handle.
+	msg := a2aclient.Message{Kind: "message", Role: "user", MessageID: a2aclient.NewID(), ContextID: contextID,
+		Parts: []a2aclient.Part{{Kind: "text", Text: instruction}}}
+	params := map[string]any{"message": msg, "configuration": map[string]any{"blocking": false}}
+	var task a2aclient.Task
+	if err := x.call(ctx, func(ctx context.Context) error { return client.Call(ctx, "message/send", params, &task) }); err != nil {
 		return fmt.Errorf("message/send: %w", err)
 	}
-	switch res.Kind {
-	case "message":
+	if task.Kind == "message" {
 		return nil // a direct reply: the agent is done
-	case "task":
-	default:
-		return fmt.Errorf("message/send: unexpected result kind %q", res.Kind)
 	}
-	task := res
 	for {
-		if terminalTaskState(task.Status.State) {
+		if a2aclient.Terminal(task.Status.State) {
 			if task.Status.State == "completed" {
 				return nil
 			}
@@ -111,16 +109,23 @@ func (x *A2AExecutor) Execute(ctx context.Context, cfg ExecutorConfig, contextID
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			_ = x.call(context.WithoutCancel(ctx), endpoint, "tasks/cancel", a2aTaskID{ID: task.ID}, &a2aResult{})
+			_ = x.call(context.WithoutCancel(ctx), func(ctx context.Context) error { return client.Cancel(ctx, task.ID) })
 			return fmt.Errorf("%w after %s", ErrExecutorTimeout, timeout)
 		case <-x.opts.Clock.After(x.opts.PollInterval):
 		}
-		var next a2aResult
-		if err := x.call(ctx, endpoint, "tasks/get", a2aTaskID{ID: task.ID}, &next); err != nil {
+		var next *a2aclient.Task
+		if err := x.call(ctx, func(ctx context.Context) (err error) { next, err = client.Get(ctx, task.ID); return err }); err != nil {
 			return fmt.Errorf("tasks/get: %w", err)
 		}
-		task = next
+		task = *next
 	}
+}
+
+// call runs one request bounded by RequestTimeout.
+func (x *A2AExecutor) call(ctx context.Context, f func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, x.opts.RequestTimeout)
+	defer cancel()
+	return f(ctx)
 }
 
 var _ Executor = (*A2AExecutor)(nil)

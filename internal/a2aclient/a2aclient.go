@@ -1,11 +1,13 @@
-// Package a2aclient is the runner's client for AgentEnv A2A agents
-// (agent-protocol.md §3, §7, §8): the card, message/send with polling,
-// tasks/get and tasks/cancel, and the REST extensions (mcp-config,
-// agent-config, trajectory, peer-agents). The steps deploy_agent,
-// prompt_agent and peer_agents use it; it knows nothing of run contexts.
+// Package a2aclient is a client for AgentEnv A2A agents (agent-protocol.md
+// §3, §7, §8): the card, message/send with polling, tasks/get and
+// tasks/cancel, and the REST extensions (mcp-config, agent-config,
+// trajectory, peer-agents). The runner's deploy_agent, prompt_agent and
+// peer_agents steps and the gateway's trigger executor use it; it knows
+// nothing of run contexts.
 //
 // It is written against the wire (JSON-RPC 2.0 over HTTP), not a2a-go, so
-// the runner can drive any agent that speaks the protocol.
+// it can drive any agent that speaks the protocol, and so that binaries
+// using it (the gateway) do not link a2a-go's gRPC and protobuf stack.
 package a2aclient
 
 import (
@@ -168,6 +170,9 @@ type Message struct {
 
 // Task is the A2A task shape the runner reads.
 type Task struct {
+	// Kind is "task", or "message" when message/send answered with a
+	// direct reply instead of a task.
+	Kind      string `json:"kind,omitempty"`
 	ID        string `json:"id"`
 	ContextID string `json:"contextId"`
 	Status    struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentenv/agentenv/runner/a2aclient"
+	"github.com/agentenv/agentenv/internal/a2aclient"
 )
 
 func task(parts string) *a2aclient.Task {

@@ -18,10 +18,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/a2aclient"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/a2aclient"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/examplecatalog"
 )

@@ -11,9 +11,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/a2aclient"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/a2aclient"
 )
 
 // Type is the step type name.

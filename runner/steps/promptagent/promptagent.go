@@ -21,9 +21,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/a2aclient"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/a2aclient"
 	"github.com/agentenv/agentenv/runner/gwclient"
 )
 
