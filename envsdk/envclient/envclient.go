@@ -193,8 +193,16 @@ func (c *Client) AddData(ctx context.Context, parts []protocol.Part) error {
 // GetData calls data/get (timeout 30 s). writeNamespace, when not nil, is
 // sent as the write_namespace grant; send one only to envs advertising
 // protocol.URIDataObjects.
+//
+// data/get changes nothing, so a call whose answer was lost in transit (a
+// connection cut before or during the body) is sent once more. Answers
+// that arrived, errors included, are never retried.
 func (c *Client) GetData(ctx context.Context, writeNamespace json.RawMessage) ([]protocol.Part, error) {
-	res, err := c.call(ctx, GetTimeout, protocol.MethodDataGet, protocol.GetParams{WriteNamespace: writeNamespace})
+	params := protocol.GetParams{WriteNamespace: writeNamespace}
+	res, err := c.call(ctx, GetTimeout, protocol.MethodDataGet, params)
+	if err != nil && ctx.Err() == nil && lostInTransit(err) {
+		res, err = c.call(ctx, GetTimeout, protocol.MethodDataGet, params)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -321,4 +329,12 @@ func (c *Client) ProbeAdd(ctx context.Context) (bool, error) {
 		return true, errors.New("data/add: probe with no parts was accepted")
 	}
 	return false, err
+}
+
+// lostInTransit reports a failure where no complete answer arrived: not an
+// HTTP status, not a JSON-RPC error.
+func lostInTransit(err error) bool {
+	var he *HTTPError
+	var pe *protocol.Error
+	return !errors.As(err, &he) && !errors.As(err, &pe) && !errors.Is(err, context.DeadlineExceeded)
 }

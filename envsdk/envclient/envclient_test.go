@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,5 +176,42 @@ func TestProbeAdd(t *testing.T) {
 	ok, err = envclient.New(benv.BaseURL, nil).ProbeAdd(context.Background())
 	if ok || err != nil {
 		t.Fatalf("unregistered: %v %v", ok, err)
+	}
+}
+
+// A data/get whose answer is cut mid-body is sent once more; an answer
+// that arrived (here a JSON-RPC error) is not.
+func TestGetDataRetriesAnAnswerLostInTransit(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch calls.Add(1) {
+		case 1:
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("hijack: %v", err)
+				return
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\":\"2.0\"")
+			buf.Flush()
+			conn.Close()
+		case 2:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{"parts":[{"kind":"data","data":{"n":1}}]}}`)
+		default:
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"boom","data":{"code":"get_failed"}}}`)
+		}
+	}))
+	defer srv.Close()
+	c := envclient.New(srv.URL, nil)
+	parts, err := c.GetData(context.Background(), nil)
+	if err != nil {
+		t.Fatalf("GetData after a cut answer: %v", err)
+	}
+	if len(parts) != 1 || string(parts[0].Data) != `{"n":1}` || calls.Load() != 2 {
+		t.Fatalf("parts %+v after %d calls, want one part after 2", parts, calls.Load())
+	}
+	if _, err := c.GetData(context.Background(), nil); err == nil || calls.Load() != 3 {
+		t.Fatalf("a JSON-RPC error must not be retried: err %v after %d calls", err, calls.Load())
 	}
 }
