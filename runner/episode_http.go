@@ -136,11 +136,22 @@ func (s *EpisodeServer) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Live is how many episodes are running.
+// Live is how many started episodes are still running. It reads each
+// episode's done channel rather than the admission counter, which is
+// released by a goroutine a moment after an episode ends: an Abandon that
+// has returned is never counted.
 func (s *EpisodeServer) Live() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.live
+	n := 0
+	for _, se := range s.eps {
+		select {
+		case <-se.ep.Done():
+		default:
+			n++
+		}
+	}
+	return n
 }
 
 type apiError struct {
