@@ -11,7 +11,7 @@ import (
 
 func newA2AAgentCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "a2a-agent", Short: "Register and deploy A2A agents"}
-	cmd.AddCommand(newAgentPutCmd(d), newAgentGetCmd(d), newAgentDeployCmd(d), newAgentGetInstanceCmd(d), newAgentTeardownCmd(d))
+	cmd.AddCommand(newAgentPutCmd(d), newAgentGetCmd(d), newAgentDeployCmd(d), newGetInstanceCmd(d, agentInstances), newTeardownCmd(d, agentInstances))
 	return cmd
 }
 
@@ -134,57 +134,5 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
 	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
 	_ = cmd.MarkFlagRequired("id")
-	return cmd
-}
-
-func newAgentGetInstanceCmd(d *deps) *cobra.Command {
-	var id string
-	cmd := &cobra.Command{
-		Use:   "get-instance",
-		Short: "Print an agent instance record as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			inst, err := s.dep.GetAgentInstance(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			b, _ := json.MarshalIndent(inst, "", "  ")
-			fmt.Fprintln(d.stdout, string(b))
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
-	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
-	return cmd
-}
-
-func newAgentTeardownCmd(d *deps) *cobra.Command {
-	var id string
-	cmd := &cobra.Command{
-		Use:   "teardown",
-		Short: "Remove an agent instance (idempotent)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if id == "" {
-				return fmt.Errorf("--instance-id is required")
-			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.dep.TeardownAgent(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
 	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -17,7 +16,7 @@ func newEnvCmd(d *deps) *cobra.Command {
 	gw.AddCommand(newEnvGatewayPutCmd(d))
 	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}
 	multi.AddCommand(newEnvMultiPutCmd(d))
-	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newEnvGetInstanceCmd(d), newEnvTeardownCmd(d))
+	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances))
 	return cmd
 }
 
@@ -172,58 +171,5 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
 	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")
 	_ = cmd.MarkFlagRequired("id")
-	return cmd
-}
-
-func newEnvGetInstanceCmd(d *deps) *cobra.Command {
-	var id string
-	cmd := &cobra.Command{
-		Use:   "get-instance",
-		Short: "Print an env instance record as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			inst, err := s.dep.GetInstance(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			b, _ := json.MarshalIndent(inst, "", "  ")
-			fmt.Fprintln(d.stdout, string(b))
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
-	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
-	return cmd
-}
-
-func newEnvTeardownCmd(d *deps) *cobra.Command {
-	var id string
-	cmd := &cobra.Command{
-		Use:   "teardown",
-		Short: "Remove an env instance (idempotent)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if id == "" {
-				return fmt.Errorf("--instance-id is required")
-			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := s.dep.Teardown(cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
-	cmd.Flags().StringVar(&id, "id", "", "alias of --instance-id")
 	return cmd
 }

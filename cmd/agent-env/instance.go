@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+)
+
+// instanceKind is what `env` and `a2a-agent` get-instance and teardown act
+// on: both open the same session and take the same flags, and differ only
+// in the deployer call (method expressions, so the receiver comes first).
+type instanceKind struct {
+	noun     string // "env" or "agent", for help text
+	get      func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error)
+	teardown func(dep *envdeploy.Deployer, ctx context.Context, id string) error
+}
+
+var envInstances = instanceKind{
+	noun: "env",
+	get: func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error) {
+		return dep.GetInstance(ctx, id)
+	},
+	teardown: (*envdeploy.Deployer).Teardown,
+}
+
+var agentInstances = instanceKind{
+	noun: "agent",
+	get: func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error) {
+		return dep.GetAgentInstance(ctx, id)
+	},
+	teardown: (*envdeploy.Deployer).TeardownAgent,
+}
+
+func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "get-instance",
+		Short: "Print an " + k.noun + " instance record as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			inst, err := k.get(s.dep, cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			b, _ := json.MarshalIndent(inst, "", "  ")
+			fmt.Fprintln(d.stdout, string(b))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
+	return cmd
+}
+
+func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
+	var id string
+	cmd := &cobra.Command{
+		Use:   "teardown",
+		Short: "Remove an " + k.noun + " instance (idempotent)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return fmt.Errorf("--instance-id is required")
+			}
+			s, err := d.openEnvSession(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			if err := k.teardown(s.dep, cmd.Context(), id); err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
+	cmd.Flags().StringVar(&id, "id", "", "alias of --instance-id")
+	return cmd
+}
