@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -324,7 +323,7 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 	body = append(body, `{"jsonrpc":"2.0","id":`...)
 	body = strconv.AppendInt(body, id, 10)
 	body = append(body, `,"method":`...)
-	body = append(body, jsonString(method)...)
+	body = appendJSONString(body, method)
 	if len(params) > 0 {
 		body = append(body, `,"params":`...)
 		body = append(body, params...)
@@ -352,7 +351,7 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 		return nil, c.transportError(ctx, g, id, err, wrote.Load())
 	}
 	defer resp.Body.Close()
-	return c.readAnswer(ctx, g, id, resp)
+	return c.readAnswer(ctx, g, id, fromHTTP(resp))
 }
 
 // sendRaw is send on the raw client (rawclient.go); the outcomes and
@@ -370,7 +369,7 @@ func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body []byt
 	res, err := c.readAnswer(ctx, g, id, ex.resp)
 	// readAnswer reads a JSON answer to its end; an event stream is
 	// abandoned after the response (the connection is then closed).
-	complete = !isEventStream(ex.resp)
+	complete = !ex.resp.isEventStream()
 	return res, err
 }
 
@@ -388,22 +387,17 @@ func (c *child) transportError(ctx context.Context, g *generation, id int64, err
 	return &deliveryError{err: err, reached: wrote}
 }
 
-func isEventStream(resp *http.Response) bool {
-	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	return mediaType == "text/event-stream" && resp.StatusCode == http.StatusOK
-}
-
 // readAnswer reads the child's answer to request id: JSON, or an event
 // stream up to the response.
-func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *http.Response) (json.RawMessage, error) {
-	if resp.StatusCode == http.StatusNotFound {
+func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *childResponse) (json.RawMessage, error) {
+	if resp.status == http.StatusNotFound {
 		// The child no longer knows the session: the call never ran.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.body, 64<<10))
 		return nil, &deliveryError{err: fmt.Errorf("session terminated (404) on %s", c.server.Name), reached: false}
 	}
 	wantID := strconv.FormatInt(id, 10)
-	if isEventStream(resp) {
-		res, err := c.readSSE(ctx, resp.Body, wantID)
+	if resp.isEventStream() {
+		res, err := c.readSSE(ctx, resp.body, wantID)
 		if err != nil && errors.Is(context.Cause(ctx), errCancelledByClient) {
 			go c.relayCancel(g, id)
 		}
@@ -417,10 +411,10 @@ func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *h
 			bodyPool.Put(buf)
 		}
 	}()
-	if resp.ContentLength > 0 && resp.ContentLength <= maxChildResponse {
-		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	if resp.length > 0 && resp.length <= maxChildResponse {
+		buf.Grow(int(resp.length) + bytes.MinRead)
 	}
-	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxChildResponse))
+	_, err := buf.ReadFrom(io.LimitReader(resp.body, maxChildResponse))
 	raw := buf.Bytes()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -434,7 +428,7 @@ func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *h
 	if res, err, ok := decodeResponse(raw, wantID); ok {
 		return res, err
 	}
-	return nil, fmt.Errorf("%s answered HTTP %d: %s", c.server.Name, resp.StatusCode, truncate(string(raw), 300))
+	return nil, fmt.Errorf("%s answered HTTP %d: %s", c.server.Name, resp.status, truncate(string(raw), 300))
 }
 
 // relayCancel tells the child that the agent cancelled request id
@@ -617,7 +611,7 @@ func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 func callParams(name string, args json.RawMessage, meta []byte) []byte {
 	b := make([]byte, 0, len(args)+len(name)+len(meta)+32)
 	b = append(b, `{"name":`...)
-	b = append(b, jsonString(name)...)
+	b = appendJSONString(b, name)
 	if len(args) > 0 {
 		b = append(b, `,"arguments":`...)
 		b = append(b, args...)

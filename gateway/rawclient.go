@@ -16,8 +16,8 @@ import (
 
 // rawClient posts JSON-RPC requests to one plain-http child over a pool of
 // keep-alive HTTP/1.1 connections, entirely in the calling goroutine: the
-// request is one write, the response is parsed by http.ReadResponse from
-// the connection's buffered reader. net/http's Transport hands each request
+// request is one write, the response head is parsed by readResponseHead
+// from the connection's buffered reader. net/http's Transport hands each request
 // to a write goroutine and the answer back from a read goroutine; on the
 // gateway's hot path (every proxied tools/call) those hand-offs and the
 // request plumbing were a measurable share of the hop's cost. It is only
@@ -154,7 +154,7 @@ type rawExchange struct {
 	rc   *rawClient
 	conn *rawConn
 	stop func() bool // stops the cancellation hook
-	resp *http.Response
+	resp *childResponse
 }
 
 // do writes the request (headers is the generation's prebuilt header
@@ -209,15 +209,15 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 		reused = false
 	}
 	wrote = true
-	resp, err := http.ReadResponse(c.br, nil)
+	resp, err := readResponseHead(c.br)
 	// Informational answers (103 Early Hints, …) precede the real one;
 	// net/http's Transport skips them too.
-	for i := 0; err == nil && resp.StatusCode >= 100 && resp.StatusCode < 200 && resp.StatusCode != http.StatusSwitchingProtocols; i++ {
+	for i := 0; err == nil && resp.status >= 100 && resp.status < 200 && resp.status != http.StatusSwitchingProtocols; i++ {
 		if i == 5 {
 			err = errors.New("too many informational responses")
 			break
 		}
-		resp, err = http.ReadResponse(c.br, nil)
+		resp, err = readResponseHead(c.br)
 	}
 	if err != nil {
 		return fail(err)
@@ -229,21 +229,17 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 // to its end and the connection may be kept, closed otherwise.
 func (ex *rawExchange) finish(complete bool) {
 	fired := !ex.stop()
-	reuse := complete && !fired && !ex.resp.Close
+	reuse := complete && !fired && !ex.resp.close
 	if reuse {
 		// The body must be fully consumed for the next response to parse.
 		var b [1]byte
-		if n, err := ex.resp.Body.Read(b[:]); n != 0 || err != io.EOF {
+		if n, err := ex.resp.body.Read(b[:]); n != 0 || err != io.EOF {
 			reuse = false
 		}
 	}
 	if reuse {
-		_ = ex.resp.Body.Close()
 		ex.rc.put(ex.conn)
 		return
 	}
-	// Close the connection first: closing an unfinished body would drain it
-	// (an event stream may never end).
 	ex.conn.nc.Close()
-	_ = ex.resp.Body.Close()
 }

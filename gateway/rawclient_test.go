@@ -21,7 +21,7 @@ func rawRoundTrip(ctx context.Context, t *testing.T, rc *rawClient, body string)
 	if err != nil {
 		return "", err
 	}
-	b, err := io.ReadAll(ex.resp.Body)
+	b, err := io.ReadAll(ex.resp.body)
 	ex.finish(err == nil)
 	return string(b), err
 }

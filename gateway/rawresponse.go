@@ -1,0 +1,212 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httputil"
+	"strconv"
+)
+
+// childResponse is what the gateway reads of a child's HTTP answer: the
+// raw client (rawclient.go) parses it straight off the connection, and
+// net/http's answers are reduced to it (fromHTTP), so readAnswer has one
+// input whichever path carried the call.
+type childResponse struct {
+	status int
+	ctype  string // Content-Type, as sent
+	length int64  // Content-Length; -1 when the body is chunked or runs to EOF
+	close  bool   // the connection cannot carry another request after this answer
+	body   io.Reader
+}
+
+func fromHTTP(resp *http.Response) *childResponse {
+	return &childResponse{status: resp.StatusCode, ctype: resp.Header.Get("Content-Type"),
+		length: resp.ContentLength, close: resp.Close, body: resp.Body}
+}
+
+// isEventStream reports whether the answer is a 200 text/event-stream.
+func (r *childResponse) isEventStream() bool {
+	if r.status != http.StatusOK || r.ctype == "application/json" {
+		return false // the common case, without parsing the media type
+	}
+	mediaType, _, _ := mime.ParseMediaType(r.ctype)
+	return mediaType == "text/event-stream"
+}
+
+// maxResponseHead bounds a child's status line and headers (net/http's
+// Transport allows 10 MB; no MCP server needs more than a few hundred bytes).
+const maxResponseHead = 1 << 20
+
+var (
+	errResponseHeadTooLarge = errors.New("child response headers too large")
+	errBadResponseHead      = errors.New("malformed child response")
+)
+
+// readResponseHead parses one HTTP/1.x response head from br and sets up
+// its body. It replaces http.ReadResponse on the proxied-call path, which
+// builds a Header map of every field and a Response, only for the gateway
+// to read four of them. It keeps the framing rules that matter for
+// reusing the connection safely (RFC 9112 §6.3): Transfer-Encoding wins
+// over Content-Length, conflicting lengths are an error, 1xx/204/304 have
+// no body, and a body without either runs to EOF and ends the connection.
+func readResponseHead(br *bufio.Reader) (*childResponse, error) {
+	budget := maxResponseHead
+	line, err := readHeadLine(br, &budget)
+	if err != nil {
+		return nil, err
+	}
+	// "HTTP/1.1 200 OK": a version, one space, three digits, then an
+	// optional reason.
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' ||
+		(len(line) > 12 && line[12] != ' ') {
+		return nil, fmt.Errorf("%w: status line %q", errBadResponseHead, truncate(string(line), 64))
+	}
+	status := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return nil, fmt.Errorf("%w: status line %q", errBadResponseHead, truncate(string(line), 64))
+		}
+		status = status*10 + int(c-'0')
+	}
+	r := &childResponse{status: status, length: -1, close: line[7] == '0'}
+	chunked, haveLength := false, false
+	for {
+		line, err := readHeadLine(br, &budget)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			break
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			return nil, fmt.Errorf("%w: folded header line", errBadResponseHead)
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return nil, fmt.Errorf("%w: header line %q", errBadResponseHead, truncate(string(line), 64))
+		}
+		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
+		switch {
+		case asciiEqualFold(name, "Content-Length"):
+			n, err := strconv.ParseInt(string(value), 10, 64)
+			if err != nil || n < 0 || (haveLength && n != r.length) {
+				return nil, fmt.Errorf("%w: Content-Length %q", errBadResponseHead, truncate(string(value), 32))
+			}
+			r.length, haveLength = n, true
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			if !asciiEqualFold(value, "chunked") {
+				// No MCP server sends another coding; guessing the
+				// framing would misread the body.
+				return nil, fmt.Errorf("%w: unsupported Transfer-Encoding %q", errBadResponseHead, truncate(string(value), 32))
+			}
+			chunked = true
+		case asciiEqualFold(name, "Connection"):
+			if hasToken(value, "close") {
+				r.close = true
+			}
+		case asciiEqualFold(name, "Content-Type"):
+			r.ctype = string(value)
+		}
+	}
+	switch {
+	case (status >= 100 && status < 200) || status == http.StatusNoContent || status == http.StatusNotModified:
+		r.length, r.body = 0, http.NoBody
+	case chunked:
+		r.length, r.body = -1, &chunkedBody{br: br, cr: httputil.NewChunkedReader(br)}
+	case haveLength:
+		r.body = io.LimitReader(br, r.length)
+	default:
+		r.body, r.close = br, true
+	}
+	return r, nil
+}
+
+// readHeadLine returns one header line without its line ending.
+func readHeadLine(br *bufio.Reader, budget *int) ([]byte, error) {
+	line, err := br.ReadSlice('\n')
+	*budget -= len(line)
+	if errors.Is(err, bufio.ErrBufferFull) || *budget < 0 {
+		return nil, errResponseHeadTooLarge
+	}
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line, nil
+}
+
+// chunkedBody reads a chunked body and, at its end, the trailer section,
+// so the connection is positioned at the next response.
+type chunkedBody struct {
+	br   *bufio.Reader
+	cr   io.Reader
+	done bool
+}
+
+func (b *chunkedBody) Read(p []byte) (int, error) {
+	if b.done {
+		return 0, io.EOF
+	}
+	n, err := b.cr.Read(p)
+	if err == io.EOF {
+		budget := maxResponseHead
+		for {
+			line, lerr := readHeadLine(b.br, &budget)
+			if lerr != nil {
+				return n, lerr
+			}
+			if len(line) == 0 {
+				break
+			}
+		}
+		b.done = true
+	}
+	return n, err
+}
+
+func asciiEqualFold[T []byte | string](s T, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if l := lower[i]; 'A' <= l && l <= 'Z' {
+			if c != l+('a'-'A') {
+				return false
+			}
+		} else if c != l {
+			return false
+		}
+	}
+	return true
+}
+
+// hasToken reports whether a comma-separated header value lists token.
+func hasToken(value []byte, token string) bool {
+	for len(value) > 0 {
+		part := value
+		if i := bytes.IndexByte(value, ','); i >= 0 {
+			part, value = value[:i], value[i+1:]
+		} else {
+			value = nil
+		}
+		if asciiEqualFold(bytes.Trim(part, " \t"), token) {
+			return true
+		}
+	}
+	return false
+}
