@@ -180,19 +180,19 @@ func resultIsError(raw json.RawMessage) bool {
 // metaFor renders the _meta object stamped on the child call (gateway.md
 // §6.2); nil means none. Nothing the caller sent in its own _meta is copied.
 func metaFor(call *ToolCall) []byte {
-	var b []byte
+	b := make([]byte, 0, 96)
 	switch {
 	case call.Source == SourceMCP:
 		b = append(b, `{"`+protocol.MetaRole+`":`...)
-		b = append(b, jsonString(call.Role)...)
+		b = appendJSONString(b, call.Role)
 		b = append(b, `,"`+protocol.MetaSession+`":`...)
-		b = append(b, jsonString(call.Session)...)
+		b = appendJSONString(b, call.Session)
 	case call.Source == SourceStep:
 		b = append(b, `{"`+protocol.MetaRole+`":`...)
-		b = append(b, jsonString(call.Role)...)
+		b = appendJSONString(b, call.Role)
 	case call.As != "":
 		b = append(b, `{"`+protocol.MetaRole+`":`...)
-		b = append(b, jsonString(call.As)...)
+		b = appendJSONString(b, call.As)
 	default:
 		return nil
 	}
@@ -241,13 +241,13 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		callFields := []field{}
+		callFields := make([]field, 0, 2)
 		if source != "" {
 			callFields = append(callFields, field{"source", jsonString(source)})
 		}
 		tc := make([]byte, 0, len(args)+len(call.Tool)+40)
 		tc = append(tc, `{"function_name":`...)
-		tc = append(tc, jsonString(call.Tool)...)
+		tc = appendJSONString(tc, call.Tool)
 		tc = append(tc, `,"arguments":`...)
 		tc = append(tc, compactOrRaw(args)...)
 		tc = append(tc, '}')
@@ -256,7 +256,7 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 
 		res, err := next(ctx, call)
 
-		resFields := []field{}
+		resFields := make([]field, 0, 4)
 		if source != "" {
 			resFields = append(resFields, field{"source", jsonString(source)})
 		}
@@ -367,21 +367,22 @@ func int64JSON(v *int64) json.RawMessage {
 }
 
 func jsonString(s string) json.RawMessage {
-	plain := true
+	return appendJSONString(make([]byte, 0, len(s)+2), s)
+}
+
+// appendJSONString appends s as a JSON string, escaped as encoding/json
+// does (HTML characters included), so hot paths can render into a buffer
+// they already hold.
+func appendJSONString(dst []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			plain = false
-			break
+			b, _ := json.Marshal(s)
+			return append(dst, b...)
 		}
 	}
-	if plain {
-		b := make([]byte, 0, len(s)+2)
-		b = append(b, '"')
-		b = append(b, s...)
-		return append(b, '"')
-	}
-	b, _ := json.Marshal(s)
-	return b
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // compactOrRaw returns one-line JSON for embedding in a JSONL event: raw

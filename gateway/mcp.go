@@ -319,10 +319,14 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 		sse.event(b)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
+	// Assigned, not Set: a shared, never-modified value saves canonicalising
+	// the key and allocating a slice on every call.
+	w.Header()["Content-Type"] = jsonContentType
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(append(b, '\n'))
 }
+
+var jsonContentType = []string{"application/json"}
 
 // sseStream writes JSON-RPC messages as server-sent events on a POST answer.
 type sseStream struct {

@@ -60,25 +60,28 @@ type pendingEvent struct {
 
 // appendLine renders the event as one JSONL line.
 func (e *pendingEvent) appendLine(b *bytes.Buffer) {
-	b.WriteString(`{"event_type":`)
-	b.Write(jsonString(e.typ))
-	b.WriteString(`,"event_id":`)
-	b.WriteString(`"event_`)
-	b.WriteString(strconv.FormatInt(e.num, 10))
-	b.WriteByte('"')
-	b.WriteString(`,"timestamp_utc":`)
-	b.Write(jsonString(formatTimestamp(e.ts)))
+	// Rendered into the buffer's spare capacity: the writer formats two
+	// events per tool call.
+	l := b.AvailableBuffer()
+	l = append(l, `{"event_type":`...)
+	l = appendJSONString(l, e.typ)
+	l = append(l, `,"event_id":"event_`...)
+	l = strconv.AppendInt(l, e.num, 10)
+	l = append(l, `","timestamp_utc":"`...)
+	l = appendTimestamp(l, e.ts)
+	l = append(l, '"')
 	if e.vt != "" {
-		b.WriteString(`,"virtual_time":`)
-		b.Write(jsonString(e.vt))
+		l = append(l, `,"virtual_time":`...)
+		l = appendJSONString(l, e.vt)
 	}
 	for _, f := range e.fields {
-		b.WriteByte(',')
-		b.Write(jsonString(f.key))
-		b.WriteByte(':')
-		b.Write(compactOrRaw(f.value))
+		l = append(l, ',')
+		l = appendJSONString(l, f.key)
+		l = append(l, ':')
+		l = append(l, compactOrRaw(f.value)...)
 	}
-	b.WriteString("}\n")
+	l = append(l, "}\n"...)
+	b.Write(l)
 }
 
 // maxQueuedEvents bounds memory if the disk stalls; beyond it events are
@@ -341,11 +344,19 @@ func completeLength(f *os.File, size int64) int64 {
 // formatTimestamp is ISO 8601 with "+00:00" and microseconds when non-zero
 // (Python's datetime.isoformat()).
 func formatTimestamp(t time.Time) string {
+	return string(appendTimestamp(nil, t))
+}
+
+func appendTimestamp(dst []byte, t time.Time) []byte {
 	t = t.UTC()
+	dst = t.AppendFormat(dst, "2006-01-02T15:04:05")
 	if us := t.Nanosecond() / 1000; us != 0 {
-		return t.Format("2006-01-02T15:04:05") + fmt.Sprintf(".%06d", us) + "+00:00"
+		dst = append(dst, '.')
+		for d := 100000; d > 0; d /= 10 {
+			dst = append(dst, byte('0'+us/d%10))
+		}
 	}
-	return t.Format("2006-01-02T15:04:05") + "+00:00"
+	return append(dst, "+00:00"...)
 }
 
 // formatVirtual is UTC with "Z", microseconds only when non-zero.

@@ -148,6 +148,9 @@ func TestTimestampFormats(t *testing.T) {
 	if got := formatTimestamp(ts.Truncate(time.Second)); got != "2026-03-01T10:00:00+00:00" {
 		t.Fatal(got)
 	}
+	if got := formatTimestamp(time.Date(2026, 3, 1, 10, 0, 0, 7089000, time.FixedZone("x", 3600))); got != "2026-03-01T09:00:00.007089+00:00" {
+		t.Fatal(got)
+	}
 	if got := formatVirtual(ts.Truncate(time.Second).Add(500 * time.Millisecond)); got != "2026-03-01T10:00:00.500000Z" {
 		t.Fatal(got)
 	}
