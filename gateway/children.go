@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agentenv/agentenv/internal/jsonscan"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -481,24 +482,37 @@ const maxChildResponse = 256 << 20
 // decodeResponse reads a JSON-RPC response with the wanted id; ok is false
 // when raw is not such a response.
 func decodeResponse(raw []byte, wantID string) (json.RawMessage, error, bool) {
-	var r struct {
-		ID     json.RawMessage `json:"id"`
-		Result json.RawMessage `json:"result"`
-		Error  *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if json.Unmarshal(raw, &r) != nil || string(bytes.TrimSpace(r.ID)) != wantID {
+	// One pass over the answer (jsonscan); only an error object, which is
+	// rare, goes through encoding/json.
+	var id, result, rpcErr []byte
+	if jsonscan.Object(bytes.TrimSpace(raw), func(key, value []byte) error {
+		switch string(key) {
+		case "id":
+			id = value
+		case "result":
+			result = value
+		case "error":
+			rpcErr = value
+		}
+		return nil
+	}) != nil || string(id) != wantID {
 		return nil, nil, false
 	}
-	if r.Error != nil {
-		return nil, &rpcError{Code: r.Error.Code, Message: r.Error.Message}, true
+	if len(rpcErr) > 0 && jsonscan.KindOf(rpcErr) != jsonscan.KindNull {
+		var e struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(rpcErr, &e) != nil {
+			return nil, nil, false
+		}
+		return nil, &rpcError{Code: e.Code, Message: e.Message}, true
 	}
-	if len(r.Result) == 0 {
+	if len(result) == 0 {
 		return nil, fmt.Errorf("response without result"), true
 	}
-	return r.Result, nil, true
+	// raw is usually a pooled read buffer: the result outlives it.
+	return bytes.Clone(result), nil, true
 }
 
 // readSSE reads an event-stream answer until the response with wantID.

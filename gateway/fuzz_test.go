@@ -80,3 +80,48 @@ func FuzzRoleRuleBody(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMCPBody: any POST /mcp body on a live session gets an answer below
+// 500, and a JSON answer is valid JSON. The tools/list and tools/call
+// envelope is decoded by the gateway itself (jsonscan), everything else by
+// mcp-go.
+func FuzzMCPBody(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"a":1},"_meta":{"progressToken":1}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":3}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`,
+		`[{"jsonrpc":"2.0","id":4,"method":"tools/list"},{"jsonrpc":"2.0","method":"x"}]`,
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`, `[]`, `{}`, `null`, `{"method":"tools/call","id":1,}`, "\xff",
+	} {
+		f.Add([]byte(s))
+	}
+	g := fuzzGateway(f)
+	h := g.Handler()
+	post := func(sid string, body []byte) *httptest.ResponseRecorder {
+		req := httptest.NewRequest(http.MethodPost, "/mcp", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	initResp := post("", []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"fuzz","version":"0"}}}`))
+	sid := initResp.Header().Get("Mcp-Session-Id")
+	if initResp.Code != http.StatusOK || sid == "" {
+		f.Fatalf("initialize: %d %s", initResp.Code, initResp.Body.Bytes())
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rec := post(sid, body)
+		if rec.Code >= 500 {
+			t.Fatalf("/mcp %q → %d %s", body, rec.Code, rec.Body.Bytes())
+		}
+		if rec.Header().Get("Content-Type") == "application/json" && rec.Body.Len() > 0 && !json.Valid(rec.Body.Bytes()) {
+			t.Fatalf("/mcp %q → invalid JSON %q", body, rec.Body.Bytes())
+		}
+	})
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/agentenv/agentenv/internal/jsonscan"
 	"github.com/agentenv/agentenv/protocol"
 )
 
@@ -193,6 +194,36 @@ type rpcMessage struct {
 	Params  json.RawMessage `json:"params"`
 }
 
+// decode reads a single JSON-RPC message in one pass (jsonscan). ID and
+// Params alias data. Keys match exactly, as JSON-RPC names them.
+func (m *rpcMessage) decode(data []byte) error {
+	return jsonscan.Object(data, func(key, value []byte) error {
+		switch string(key) {
+		case "jsonrpc", "method":
+			s, ok := jsonscan.String(value)
+			if !ok {
+				if jsonscan.KindOf(value) == jsonscan.KindNull {
+					s = "" // as encoding/json leaves a string field on null
+				} else {
+					return errNotRPCString
+				}
+			}
+			if key[0] == 'j' {
+				m.JSONRPC = s
+			} else {
+				m.Method = s
+			}
+		case "id":
+			m.ID = value
+		case "params":
+			m.Params = value
+		}
+		return nil
+	})
+}
+
+var errNotRPCString = errors.New("jsonrpc and method must be strings")
+
 func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		f.http.ServeHTTP(w, r)
@@ -206,8 +237,8 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}()
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, mcpBodyLimit))
-	// Everything below copies what it keeps (json.Unmarshal copies raw
-	// values; mcp-go reads its own copy), so the buffer can be reused.
+	// Everything below copies what it keeps (the tools path clones what
+	// it decoded; mcp-go reads its own copy), so the buffer can be reused.
 	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -221,13 +252,16 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var msg rpcMessage
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '{' && json.Unmarshal(trimmed, &msg) == nil &&
-		(msg.Method == string(mcp.MethodToolsList) || msg.Method == string(mcp.MethodToolsCall)) &&
+	single := len(trimmed) > 0 && trimmed[0] == '{' && msg.decode(trimmed) == nil
+	if single && (msg.Method == string(mcp.MethodToolsList) || msg.Method == string(mcp.MethodToolsCall)) &&
 		len(msg.ID) > 0 && string(msg.ID) != "null" && f.versionOK(r) {
+		// The body buffer is reused after this request, but the call's
+		// arguments live on in trajectory events and triggers.
+		msg.ID, msg.Params = bytes.Clone(msg.ID), bytes.Clone(msg.Params)
 		f.serveTools(w, r, &msg)
 		return
 	}
-	if msg.Method == string(mcp.MethodNotificationCancelled) {
+	if single && msg.Method == string(mcp.MethodNotificationCancelled) {
 		f.cancelInflight(r, msg.Params)
 		// mcp-go still sees it (it may concern requests it serves itself).
 	}
@@ -367,18 +401,11 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse
 		sess.listed = true
 		sess.mu.Unlock()
 	case string(mcp.MethodToolsCall):
-		var p struct {
-			Name      *string         `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-			Meta      json.RawMessage `json:"_meta"`
-		}
-		if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil || p.Name == nil {
+		p, ok := decodeCallParams(msg.Params)
+		if !ok {
 			return rpcBytes(msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
 		}
-		if string(p.Arguments) == "null" {
-			p.Arguments = nil
-		}
-		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: *p.Name, Arguments: p.Arguments}
+		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: p.Name, Arguments: p.Arguments}
 		if sse != nil && len(p.Meta) > 0 {
 			var m struct {
 				ProgressToken json.RawMessage `json:"progressToken"`
@@ -408,6 +435,39 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse
 		}
 	}
 	return rpcBytes(msg.ID, result, nil)
+}
+
+// callParams is what the gateway reads of tools/call params.
+type toolsCallParams struct {
+	Name      string
+	Arguments json.RawMessage // nil when absent or null
+	Meta      json.RawMessage
+}
+
+// decodeCallParams reads tools/call params in one pass; ok is false
+// unless they are an object with a string name. Arguments and Meta alias
+// raw.
+func decodeCallParams(raw []byte) (p toolsCallParams, ok bool) {
+	named := false
+	err := jsonscan.Object(raw, func(key, value []byte) error {
+		switch string(key) {
+		case "name":
+			s, isString := jsonscan.String(value)
+			if !isString {
+				return errNotRPCString
+			}
+			p.Name, named = s, true
+		case "arguments":
+			if jsonscan.KindOf(value) == jsonscan.KindNull {
+				value = nil
+			}
+			p.Arguments = value
+		case "_meta":
+			p.Meta = value
+		}
+		return nil
+	})
+	return p, err == nil && named
 }
 
 // listResult is the tools/list result for a role: the registry filtered by
