@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -19,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // benchClient is an mcp-go client with a connection pool large enough for
@@ -51,12 +53,81 @@ func processCPU() time.Duration {
 }
 
 func benchCall(b *testing.B, c *client.Client) {
+	benchCallParams(b, c, map[string]any{"name": "items_echo", "arguments": map[string]any{"msg": "hello"}})
+}
+
+// benchCallMeta calls directly with the _meta the gateway stamps on its
+// child calls (gateway.md §6.2): what the child has to parse per call
+// through the gateway, without the hop.
+func benchCallMeta(b *testing.B, c *client.Client) {
+	benchCallParams(b, c, map[string]any{"name": "items_echo", "arguments": map[string]any{"msg": "hello"},
+		"_meta": map[string]any{"agentenv.io/role": "default", "agentenv.io/session": "0123456789abcdef0123456789abcdef"}})
+}
+
+func benchCallParams(b *testing.B, c *client.Client, params map[string]any) {
 	resp, err := c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0",
-		ID: mcp.NewRequestId(benchID.Add(1)), Method: "tools/call",
-		Params: map[string]any{"name": "items_echo", "arguments": map[string]any{"msg": "hello"}}})
+		ID: mcp.NewRequestId(benchID.Add(1)), Method: "tools/call", Params: params})
 	if err != nil || resp.Error != nil || !strings.Contains(string(resp.Result), "hello") {
 		b.Errorf("call failed: %v %+v", err, resp)
 	}
+}
+
+// tcpRelay listens on loopback and relays bytes both ways between each
+// accepted connection and target, with plain read/write copies: the floor
+// of "one more loopback hop" with no HTTP or MCP work at all.
+func tcpRelay(b *testing.B, target string) string {
+	b.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var open []net.Conn
+	b.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	relay := func(dst, src net.Conn) {
+		defer wg.Done()
+		copyAndClose(dst, src)
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			d, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, c, d)
+			mu.Unlock()
+			wg.Add(2)
+			go relay(d, c)
+			go relay(c, d)
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// copyAndClose copies src to dst until either ends, then closes both.
+// io.Copy between TCP connections would splice through a pipe, which costs
+// more than it saves on messages this small.
+func copyAndClose(dst, src net.Conn) {
+	_, _ = io.CopyBuffer(struct{ io.Writer }{dst}, struct{ io.Reader }{src}, make([]byte, 32<<10))
+	dst.Close()
+	src.Close()
 }
 
 // runLoad runs b.N calls at the given concurrency and reports the median
@@ -101,7 +172,7 @@ func runLoad(b *testing.B, conc int, call func()) {
 // same server called directly, at concurrency 1 and 32 (gateway.md §11
 // targets: median ≤ 1.25× direct at c=1, throughput ≥ 75% at c=32).
 func BenchmarkToolsCall(b *testing.B) {
-	child := startChild(b, "items", nil)
+	child := startChild(b, "items", &childOpts{tools: []server.ServerTool{benchEchoTool("items_echo")}})
 	tg := startGateway(b, &Config{Servers: serversOf(child)}, nil)
 	direct := benchClient(b, child.URL)
 	via := benchClient(b, tg.URL+"/mcp")
@@ -119,13 +190,22 @@ func BenchmarkToolsCall(b *testing.B) {
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 128}
 	floor := benchClient(b, newLoopbackServer(b, rp)+"/mcp")
+	relay := benchClient(b, tcpRelay(b, target.Host)+"/mcp")
 	for _, conc := range []int{1, 32} {
 		for _, tc := range []struct {
 			name string
 			c    *client.Client
-		}{{"direct", direct}, {"gateway", via}, {"gateway-nethttp", viaNet}, {"bare-proxy", floor}} {
+			call func(*testing.B, *client.Client)
+		}{
+			{"direct", direct, benchCall},
+			{"direct-meta", direct, benchCallMeta},
+			{"gateway", via, benchCall},
+			{"gateway-nethttp", viaNet, benchCall},
+			{"bare-proxy", floor, benchCall},
+			{"tcp-relay", relay, benchCall},
+		} {
 			b.Run(tc.name+"/c"+itoa(conc), func(b *testing.B) {
-				runLoad(b, conc, func() { benchCall(b, tc.c) })
+				runLoad(b, conc, func() { tc.call(b, tc.c) })
 			})
 		}
 	}
