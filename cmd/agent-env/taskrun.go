@@ -208,6 +208,11 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 			runs = append(runs, r)
 		}
 	}
+	if req.contextJSON != "" && len(runs) > 0 {
+		if err := reattachSaved(d.stdout, req, base, len(runs), runs[0].rc); err != nil {
+			return err
+		}
+	}
 
 	var mu sync.Mutex
 	failed := 0
@@ -247,6 +252,40 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 		return errSilent
 	}
 	return firstErr
+}
+
+// reattachSaved holds, in the one run resumed from a saved context, the env
+// and agent instances that context lists: the interrupted first run
+// deployed them and this process has no handle for them, so without this a
+// teardown_sandboxes step of the resumed run would only mark them torn down
+// and they would keep running.
+//
+// Several runs from one context (--k > 1, --seeds with several rows) are
+// refused when it lists instances. Every copy would use the same instances
+// concurrently; holding them in one run (say run 1) would let its teardown
+// remove them while the other runs still use them, in an order nobody
+// chose, and holding them in none leaks them. Refusing is the honest
+// answer: resume one run, or start the group from a context without live
+// instances.
+func reattachSaved(w io.Writer, req taskRunRequest, base *runner.RunContext, runs int, only *runner.RunContext) error {
+	if runs > 1 {
+		// base itself never runs here (each run is a Copy, which holds no
+		// handles), so reattaching to it only counts what the file lists,
+		// by the rule ReattachInstances applies.
+		if n := base.ReattachInstances(); n > 0 {
+			how := fmt.Sprintf("--k %d", req.k)
+			if req.seeds != "" {
+				how = fmt.Sprintf("--seeds %s (%d rows)", req.seeds, runs)
+			}
+			return fmt.Errorf("--context-json %s lists %d deployed env/agent %s, which %s would share across %d runs and tear down under each other: resume it as one run",
+				req.contextJSON, n, plural(n, "instance", "instances"), how, runs)
+		}
+		return nil
+	}
+	if n := only.ReattachInstances(); n > 0 {
+		fmt.Fprintf(w, "Reattached saved instances: count=%d\n", n)
+	}
+	return nil
 }
 
 func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runner.RunContext, docs registry.DocumentStore,
