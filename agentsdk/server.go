@@ -68,6 +68,8 @@ type Server struct {
 	extensions []*extension
 	httpClient *http.Client
 	mux        *http.ServeMux
+	// shutdownTimeout bounds Serve's drain; tests lower it.
+	shutdownTimeout time.Duration
 }
 
 // New validates card and opts and builds the server. It returns an error
@@ -77,7 +79,7 @@ func New(card *Card, opts *Options) (*Server, error) {
 	if card == nil {
 		return nil, errors.New("agentsdk: card is required")
 	}
-	s := &Server{card: *card}
+	s := &Server{card: *card, shutdownTimeout: 10 * time.Second}
 	if opts != nil {
 		s.opts = *opts
 	}
@@ -225,9 +227,13 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, ln)
 }
 
-// Serve serves on ln until ctx ends.
+// Serve serves on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, closes connections with no request in flight and waits 10 s
+// for running requests.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
+	var conns connDrain
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second, ConnState: conns.track}
+	hs.RegisterOnShutdown(conns.drain)
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -235,7 +241,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdownTimeout)
 	defer cancel()
 	defer s.Close()
 	if err := hs.Shutdown(sctx); err != nil {

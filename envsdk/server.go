@@ -226,15 +226,18 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // Serve serves on ln until ctx is cancelled: it then stops accepting,
-// ends MCP streams and waits for in-flight requests (at most
-// Options.ShutdownTimeout). A clean shutdown returns nil.
+// ends MCP streams, closes connections with no request in flight and
+// waits for in-flight requests (at most Options.ShutdownTimeout). A clean
+// shutdown returns nil.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	b, err := s.build()
 	if err != nil {
 		ln.Close()
 		return err
 	}
-	srv := &http.Server{Handler: b.handler, ReadHeaderTimeout: 30 * time.Second}
+	var conns connDrain
+	srv := &http.Server{Handler: b.handler, ReadHeaderTimeout: 30 * time.Second, ConnState: conns.track}
+	srv.RegisterOnShutdown(conns.drain)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.opts.Logger.Info("env server listening", "name", b.card.Name, "addr", ln.Addr().String())
