@@ -171,3 +171,19 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 		t.Fatalf("Serve = %v", err)
 	}
 }
+
+// When the grace period runs out, Serve cuts the requests still running
+// instead of returning with their connections open: the blocked client
+// sees its connection end. (Before, its request hung until the agent
+// finished, long after Serve had returned.)
+func TestShutdownCutsRequestsPastTheGracePeriod(t *testing.T) {
+	_, cancel, done, release, res := blockedSend(t, time.Millisecond)
+	defer close(release)
+	cancel()
+	if err := recvWithin(t, done, "Serve"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Serve: %v, want the grace deadline", err)
+	}
+	if r := recvWithin(t, res, "the cut request"); r.err == nil {
+		t.Fatalf("the request outlived Serve: %+v", r)
+	}
+}

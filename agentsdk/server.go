@@ -245,6 +245,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	defer cancel()
 	defer s.Close()
 	if err := hs.Shutdown(sctx); err != nil {
+		// The grace period ran out: cut the requests still running rather
+		// than leave their handlers going after Serve has returned.
+		_ = hs.Close()
+		<-errc
 		return err
 	}
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
