@@ -220,8 +220,38 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, prefix stri
 		}
 	}
 	r = r.WithContext(context.WithValue(r.Context(), proxyCtxKey{}, t))
+	if r.Body != nil && r.Body != http.NoBody {
+		r.Body = &endedBody{rc: r.Body}
+	}
 	p.proxy.ServeHTTP(w, r)
 }
+
+// endedBody answers every read after the inbound body's EOF itself. Having
+// sent a Content-Length body, http.Transport reads it once more to check it
+// was not longer than declared; the bytes are on the wire by then, so the
+// upstream may already have answered and the gateway started relaying. But
+// the HTTP/1 server drains and closes the inbound body when the response
+// head goes out, so that late read fails ("invalid Read on closed Body"),
+// the transport's writeLoop drops the upstream connection and the answer
+// being relayed is cut (golang/go#40747): a loaded machine only makes the
+// late read likelier.
+type endedBody struct {
+	rc  io.ReadCloser
+	eof bool // read only by the transport's writeLoop
+}
+
+func (b *endedBody) Read(p []byte) (int, error) {
+	if b.eof {
+		return 0, io.EOF
+	}
+	n, err := b.rc.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	}
+	return n, err
+}
+
+func (b *endedBody) Close() error { return b.rc.Close() }
 
 // isMCPPath reports whether the dot-normalised raw path is /mcp or below.
 func isMCPPath(raw string) bool {
