@@ -69,7 +69,11 @@ func (g *Gateway) serveDataPlane(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", ct)
 	}
 	w.WriteHeader(resp.StatusCode)
-	_, _ = io.Copy(w, resp.Body)
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		// Returning would end a shorter answer that looks complete;
+		// aborting cuts the client's connection, so the cut shows.
+		panic(http.ErrAbortHandler)
+	}
 }
 
 func rpcFail(w http.ResponseWriter, id []byte, e *protocol.Error) {

@@ -187,3 +187,30 @@ func TestProxyAnswerSurvivesLateBodyEOFCheck(t *testing.T) {
 	}
 }
 
+// An env answer cut mid-body reaches the client of POST /agentenv as a
+// cut, not as a shorter answer that looks complete.
+func TestDataPlaneForwardsACutAnswerAsACut(t *testing.T) {
+	env := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		conn, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		defer conn.Close()
+		buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n" + `{"jsonrpc":"2.0","id":1,"result":{"parts":[`)
+		buf.Flush()
+	}))
+	tg := startGateway(t, &Config{RESTProxies: []Upstream{{Key: "mcp-email", URL: env}}}, nil)
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	resp, err := (&http.Client{Transport: tr}).Post(tg.URL+"/agentenv", "application/json",
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"data/get","params":{}}`))
+	if err != nil {
+		return // cut before the head: the client knows
+	}
+	defer resp.Body.Close()
+	if b, err := io.ReadAll(resp.Body); err == nil {
+		t.Fatalf("a cut answer arrived as a complete %d-byte body: %s", len(b), b)
+	}
+}
