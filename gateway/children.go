@@ -485,7 +485,7 @@ func decodeResponse(raw []byte, wantID string) (json.RawMessage, error, bool) {
 	// One pass over the answer (jsonscan); only an error object, which is
 	// rare, goes through encoding/json.
 	var id, result, rpcErr []byte
-	if jsonscan.Object(bytes.TrimSpace(raw), func(key, value []byte) error {
+	if jsonscan.Object(raw, func(key, value []byte) error {
 		switch string(key) {
 		case "id":
 			id = value

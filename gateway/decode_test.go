@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
+	"net/http"
 	"testing"
 )
 
@@ -83,5 +85,29 @@ func TestDecodeResponse(t *testing.T) {
 	}
 	if _, _, ok := decodeResponse([]byte(`{"id":5,"error":{"code":"x"}}`), "5"); ok {
 		t.Error("a malformed error object was taken")
+	}
+}
+
+// A body with whitespace JSON does not allow (form feed) is not a JSON-RPC
+// message the gateway answers itself; mcp-go rejects it as a parse error.
+func TestMCPBodyWithNonJSONWhitespace(t *testing.T) {
+	child := startChild(t, "items", nil)
+	tg := startGateway(t, &Config{Servers: serversOf(child)}, nil)
+	hdr := map[string]string{"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+	st, _, h := tg.do(t, http.MethodPost, "/mcp", hdr, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+	if st != 200 || h.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize: %d", st)
+	}
+	hdr["Mcp-Session-Id"] = h.Get("Mcp-Session-Id")
+	valid := `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"items_echo","arguments":{}}}`
+	if st, body := tg.post(t, "/mcp", hdr, valid); st != 200 || !bytes.Contains(body, []byte(`"result"`)) {
+		t.Fatalf("the valid call: %d %s", st, body)
+	}
+	st, body := tg.post(t, "/mcp", hdr, "\f"+valid)
+	if st == 200 && bytes.Contains(body, []byte(`"result"`)) {
+		t.Fatalf("an invalid JSON body was served as a tool call: %d %s", st, body)
+	}
+	if _, _, ok := decodeResponse([]byte("\f"+`{"id":5,"result":{}}`), "5"); ok {
+		t.Error("a child answer that is not valid JSON was taken")
 	}
 }

@@ -251,7 +251,9 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var msg rpcMessage
-	trimmed := bytes.TrimSpace(body)
+	// JSON whitespace only (bytes.TrimSpace would also take \f and \v,
+	// which make a body invalid JSON).
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
 	single := len(trimmed) > 0 && trimmed[0] == '{' && msg.decode(trimmed) == nil
 	if single && (msg.Method == string(mcp.MethodToolsList) || msg.Method == string(mcp.MethodToolsCall)) &&
 		len(msg.ID) > 0 && string(msg.ID) != "null" && f.versionOK(r) {
