@@ -78,9 +78,12 @@ func serveBenchProcess(role, target string) int {
 		h = g.Handler()
 		base += "/mcp"
 	case "relay":
-		go relayConns(ln, target)
+		r := &byteRelay{target: target}
+		go r.serve(ln)
+		defer r.close()
 		fmt.Println("LISTEN " + base + "/mcp")
 		_, _ = bufio.NewReader(os.Stdin).ReadString(0)
+		ln.Close()
 		return 0
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", role)
@@ -201,22 +204,5 @@ func BenchmarkToolsCallProcesses(b *testing.B) {
 				b.ReportMetric(float64((after-before).Microseconds())/float64(b.N), "server-cpu-µs/call")
 			})
 		}
-	}
-}
-
-// relayConns relays every accepted connection to target until ln closes.
-func relayConns(ln net.Listener, target string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		d, err := net.Dial("tcp", target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		go copyAndClose(d, c)
-		go copyAndClose(c, d)
 	}
 }

@@ -81,44 +81,57 @@ func tcpRelay(b *testing.B, target string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
+	r := &byteRelay{target: target}
 	b.Cleanup(func() {
 		ln.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
+		r.close()
 	})
-	relay := func(dst, src net.Conn) {
-		defer wg.Done()
-		copyAndClose(dst, src)
-	}
-	wg.Add(1)
+	r.wg.Add(1)
 	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			d, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, d)
-			mu.Unlock()
-			wg.Add(2)
-			go relay(d, c)
-			go relay(c, d)
-		}
+		defer r.wg.Done()
+		r.serve(ln)
 	}()
 	return "http://" + ln.Addr().String()
+}
+
+// byteRelay relays every connection accepted on a listener to target.
+type byteRelay struct {
+	target string
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	open   []net.Conn
+}
+
+// serve accepts until ln closes.
+func (r *byteRelay) serve(ln net.Listener) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", r.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		r.mu.Lock()
+		r.open = append(r.open, c, d)
+		r.mu.Unlock()
+		r.wg.Add(2)
+		go func() { defer r.wg.Done(); copyAndClose(d, c) }()
+		go func() { defer r.wg.Done(); copyAndClose(c, d) }()
+	}
+}
+
+// close ends every relayed connection and waits for the copies to stop
+// (after the listener was closed).
+func (r *byteRelay) close() {
+	r.mu.Lock()
+	for _, c := range r.open {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
 }
 
 // copyAndClose copies src to dst until either ends, then closes both.
