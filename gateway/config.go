@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/rand"
+	"encoding"
 	"encoding/hex"
 	"fmt"
 	"net/url"
@@ -26,12 +27,7 @@ const (
 
 // UnmarshalText validates a mode name.
 func (m *Mode) UnmarshalText(b []byte) error {
-	switch Mode(b) {
-	case ModePerformance, ModeConsistent:
-		*m = Mode(b)
-		return nil
-	}
-	return fmt.Errorf("must be %q or %q, got %q", ModePerformance, ModeConsistent, b)
+	return oneOf(m, b, ModePerformance, ModeConsistent)
 }
 
 // PrefixMode is GATEWAY_TOOL_PREFIX (§4.3).
@@ -45,12 +41,7 @@ const (
 
 // UnmarshalText validates a prefix mode.
 func (p *PrefixMode) UnmarshalText(b []byte) error {
-	switch PrefixMode(b) {
-	case PrefixNone, PrefixServer:
-		*p = PrefixMode(b)
-		return nil
-	}
-	return fmt.Errorf("must be %q or %q, got %q", PrefixNone, PrefixServer, b)
+	return oneOf(p, b, PrefixNone, PrefixServer)
 }
 
 // CollisionMode is GATEWAY_TOOL_COLLISIONS (§4.3).
@@ -66,12 +57,17 @@ const (
 
 // UnmarshalText validates a collision mode.
 func (c *CollisionMode) UnmarshalText(b []byte) error {
-	switch CollisionMode(b) {
-	case CollisionSkip, CollisionFail:
-		*c = CollisionMode(b)
+	return oneOf(c, b, CollisionSkip, CollisionFail)
+}
+
+// oneOf is the UnmarshalText of the two-valued modes above, so that they
+// accept and reject alike.
+func oneOf[T ~string](dst *T, b []byte, a, z T) error {
+	if v := T(b); v == a || v == z {
+		*dst = v
 		return nil
 	}
-	return fmt.Errorf("must be %q or %q, got %q", CollisionSkip, CollisionFail, b)
+	return fmt.Errorf("must be %q or %q, got %q", a, z, b)
 }
 
 // Server is one backing MCP server of INTERNAL_MCP_SERVERS.
@@ -182,25 +178,19 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 	if c.Websites, err = parseUpstreams("WEBSITE_URLS", getenv("WEBSITE_URLS")); err != nil {
 		return nil, err
 	}
-	if v := getenv("GATEWAY_MODE"); v != "" {
-		if err := c.Mode.UnmarshalText([]byte(v)); err != nil {
-			return nil, &ConfigError{"GATEWAY_MODE", err.Error()}
-		}
+	if err := textVar(getenv, "GATEWAY_MODE", &c.Mode); err != nil {
+		return nil, err
 	}
 	c.ServiceDBURL = getenv("SERVICE_DB_URL")
 	c.TrajectoryFile = getenv("GATEWAY_TRAJECTORY_FILE")
 	if c.ServerTimeout, err = secondsVar(getenv, "GATEWAY_INTERNAL_SERVER_TIMEOUT_S", DefaultServerTimeout, false); err != nil {
 		return nil, err
 	}
-	if v := getenv("GATEWAY_TOOL_PREFIX"); v != "" {
-		if err := c.Prefix.UnmarshalText([]byte(v)); err != nil {
-			return nil, &ConfigError{"GATEWAY_TOOL_PREFIX", err.Error()}
-		}
+	if err := textVar(getenv, "GATEWAY_TOOL_PREFIX", &c.Prefix); err != nil {
+		return nil, err
 	}
-	if v := getenv("GATEWAY_TOOL_COLLISIONS"); v != "" {
-		if err := c.Collisions.UnmarshalText([]byte(v)); err != nil {
-			return nil, &ConfigError{"GATEWAY_TOOL_COLLISIONS", err.Error()}
-		}
+	if err := textVar(getenv, "GATEWAY_TOOL_COLLISIONS", &c.Collisions); err != nil {
+		return nil, err
 	}
 	if v := getenv("GATEWAY_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
@@ -214,6 +204,19 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 	}
 	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
 	return c, nil
+}
+
+// textVar reads an enumerated variable into dst, which keeps its default
+// when the variable is unset.
+func textVar(getenv func(string) string, name string, dst encoding.TextUnmarshaler) error {
+	v := getenv(name)
+	if v == "" {
+		return nil
+	}
+	if err := dst.UnmarshalText([]byte(v)); err != nil {
+		return &ConfigError{name, err.Error()}
+	}
+	return nil
 }
 
 func portVar(getenv func(string) string, name string, def int) (int, error) {
@@ -248,42 +251,45 @@ func secondsVar(getenv func(string) string, name string, def time.Duration, zero
 // parseServers reads INTERNAL_MCP_SERVERS: "name" → http://name:port/mcp,
 // or "name=url".
 func parseServers(v string, port int) ([]Server, error) {
-	const name = "INTERNAL_MCP_SERVERS"
-	if strings.TrimSpace(v) == "" {
-		return nil, nil
-	}
-	var out []Server
-	seen := map[string]bool{}
-	for i, entry := range strings.Split(v, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %d is empty", i+1)}
-		}
-		n, u, hasURL := strings.Cut(entry, "=")
-		n, u = strings.TrimSpace(n), strings.TrimSpace(u)
+	return parseList("INTERNAL_MCP_SERVERS", v, func(entry, n, u string, hasURL bool) (Server, string) {
 		if n == "" {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %q has an empty name", entry)}
+			return Server{}, fmt.Sprintf("entry %q has an empty name", entry)
 		}
 		if !hasURL {
 			u = fmt.Sprintf("http://%s:%d/mcp", n, port)
 		} else if err := checkURL(u); err != nil {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %q: %v", entry, err)}
+			return Server{}, fmt.Sprintf("entry %q: %v", entry, err)
 		}
-		if seen[n] {
-			return nil, &ConfigError{name, fmt.Sprintf("duplicate name %q", n)}
-		}
-		seen[n] = true
-		out = append(out, Server{Name: n, URL: u})
-	}
-	return out, nil
+		return Server{Name: n, URL: u}, ""
+	}, func(s Server) string { return s.Name })
 }
 
 // parseUpstreams reads a comma list of key=url.
 func parseUpstreams(name, v string) ([]Upstream, error) {
+	return parseList(name, v, func(entry, k, u string, ok bool) (Upstream, string) {
+		if !ok || k == "" {
+			return Upstream{}, fmt.Sprintf("entry %q must be name=url", entry)
+		}
+		if strings.ContainsAny(k, "/?#%") {
+			return Upstream{}, fmt.Sprintf("entry %q: name must not contain '/', '?', '#' or '%%'", entry)
+		}
+		if err := checkURL(u); err != nil {
+			return Upstream{}, fmt.Sprintf("entry %q: %v", entry, err)
+		}
+		return Upstream{Key: k, URL: strings.TrimRight(u, "/")}, ""
+	}, func(up Upstream) string { return up.Key })
+}
+
+// parseList is the comma-list syntax shared by INTERNAL_MCP_SERVERS,
+// REST_PROXY_URLS and WEBSITE_URLS: an unset or blank value is no entries,
+// an empty entry or a repeated name is an error. parse gets each trimmed
+// entry cut at its first '=' (both halves trimmed) and returns the item or
+// a reason, which becomes a *ConfigError on name.
+func parseList[T any](name, v string, parse func(entry, key, val string, hasVal bool) (T, string), keyOf func(T) string) ([]T, error) {
 	if strings.TrimSpace(v) == "" {
 		return nil, nil
 	}
-	var out []Upstream
+	var out []T
 	seen := map[string]bool{}
 	for i, entry := range strings.Split(v, ",") {
 		entry = strings.TrimSpace(entry)
@@ -291,21 +297,16 @@ func parseUpstreams(name, v string) ([]Upstream, error) {
 			return nil, &ConfigError{name, fmt.Sprintf("entry %d is empty", i+1)}
 		}
 		k, u, ok := strings.Cut(entry, "=")
-		k, u = strings.TrimSpace(k), strings.TrimSpace(u)
-		if !ok || k == "" {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %q must be name=url", entry)}
+		item, reason := parse(entry, strings.TrimSpace(k), strings.TrimSpace(u), ok)
+		if reason != "" {
+			return nil, &ConfigError{name, reason}
 		}
-		if strings.ContainsAny(k, "/?#%") {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %q: name must not contain '/', '?', '#' or '%%'", entry)}
+		key := keyOf(item)
+		if seen[key] {
+			return nil, &ConfigError{name, fmt.Sprintf("duplicate name %q", key)}
 		}
-		if err := checkURL(u); err != nil {
-			return nil, &ConfigError{name, fmt.Sprintf("entry %q: %v", entry, err)}
-		}
-		if seen[k] {
-			return nil, &ConfigError{name, fmt.Sprintf("duplicate name %q", k)}
-		}
-		seen[k] = true
-		out = append(out, Upstream{Key: k, URL: strings.TrimRight(u, "/")})
+		seen[key] = true
+		out = append(out, item)
 	}
 	return out, nil
 }
@@ -335,23 +336,14 @@ func (c Config) withDefaults() (*Config, error) {
 	if c.Name == "" {
 		c.Name = DefaultName
 	}
-	if c.Mode == "" {
-		c.Mode = ModePerformance
+	if err := defaultMode(&c.Mode, ModePerformance, "GATEWAY_MODE"); err != nil {
+		return nil, err
 	}
-	if err := c.Mode.UnmarshalText([]byte(c.Mode)); err != nil {
-		return nil, &ConfigError{"GATEWAY_MODE", err.Error()}
+	if err := defaultMode(&c.Prefix, PrefixNone, "GATEWAY_TOOL_PREFIX"); err != nil {
+		return nil, err
 	}
-	if c.Prefix == "" {
-		c.Prefix = PrefixNone
-	}
-	if err := c.Prefix.UnmarshalText([]byte(c.Prefix)); err != nil {
-		return nil, &ConfigError{"GATEWAY_TOOL_PREFIX", err.Error()}
-	}
-	if c.Collisions == "" {
-		c.Collisions = CollisionSkip
-	}
-	if err := c.Collisions.UnmarshalText([]byte(c.Collisions)); err != nil {
-		return nil, &ConfigError{"GATEWAY_TOOL_COLLISIONS", err.Error()}
+	if err := defaultMode(&c.Collisions, CollisionSkip, "GATEWAY_TOOL_COLLISIONS"); err != nil {
+		return nil, err
 	}
 	if c.ServerTimeout <= 0 {
 		c.ServerTimeout = DefaultServerTimeout
@@ -381,4 +373,19 @@ func (c Config) withDefaults() (*Config, error) {
 	c.RESTProxies = append([]Upstream(nil), c.RESTProxies...)
 	c.Websites = append([]Upstream(nil), c.Websites...)
 	return &c, nil
+}
+
+// defaultMode fills an empty mode field with def and checks a set one, so a
+// Config built in code fails as the same variable would from the environment.
+func defaultMode[T ~string, P interface {
+	*T
+	encoding.TextUnmarshaler
+}](p P, def T, name string) error {
+	if *p == "" {
+		*p = def
+	}
+	if err := p.UnmarshalText([]byte(*p)); err != nil {
+		return &ConfigError{name, err.Error()}
+	}
+	return nil
 }

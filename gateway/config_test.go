@@ -87,8 +87,20 @@ func TestNewRejectsContradictoryConfig(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("duplicate servers accepted: %v", err)
 	}
-	_, err = New(&Config{Mode: "fast", TrajectoryFile: t.TempDir() + "/t.jsonl"}, nil)
-	if err == nil {
-		t.Fatal("bad mode accepted")
+	bad := []struct {
+		cfg     Config
+		varName string
+	}{
+		{Config{Mode: "fast"}, "GATEWAY_MODE"},
+		{Config{Prefix: "env"}, "GATEWAY_TOOL_PREFIX"},
+		{Config{Collisions: "ignore"}, "GATEWAY_TOOL_COLLISIONS"},
+	}
+	for _, tc := range bad {
+		tc.cfg.TrajectoryFile = t.TempDir() + "/t.jsonl"
+		_, err := New(&tc.cfg, nil)
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Var != tc.varName {
+			t.Errorf("%+v: err = %v; want a ConfigError on %s", tc.cfg, err, tc.varName)
+		}
 	}
 }
