@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
@@ -32,13 +33,10 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 				return err
 			}
 			in.Image = img.in
-			s, err := d.openEnvSession(cmd.Context(), in.ID)
-			if err != nil {
+			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
+				_, err := s.put.PutAgent(ctx, in)
 				return err
-			}
-			defer s.Close()
-			_, err = s.put.PutAgent(cmd.Context(), in)
-			return err
+			})
 		},
 	}
 	img.add(cmd)
@@ -63,18 +61,15 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			a, err := s.put.Stores.GetAgent(cmd.Context(), ref)
-			if err != nil {
-				return err
-			}
-			b, _ := json.MarshalIndent(a, "", "  ")
-			fmt.Fprintln(d.stdout, string(b))
-			return nil
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				a, err := s.put.Stores.GetAgent(ctx, ref)
+				if err != nil {
+					return err
+				}
+				b, _ := json.MarshalIndent(a, "", "  ")
+				fmt.Fprintln(d.stdout, string(b))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "agent id (required)")
@@ -100,30 +95,28 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandboxSpec(sandbox), TTL: ttlFlag(ttl), EnvVars: vars}
-			if req.ModelBaseURL, err = s.st.Resolve(cmd.Context(), s.cfg.Model.BaseURL); err != nil {
-				return err
-			}
-			if req.ModelAPIKey, err = s.st.Resolve(cmd.Context(), s.cfg.Model.APIKey); err != nil {
-				return err
-			}
-			inst, err := s.dep.DeployAgent(cmd.Context(), req)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(d.stdout, "Deployed!")
-			fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
-			fmt.Fprintf(d.stdout, "Agent Url: %s\n", inst.APIURL)
-			for env, u := range inst.EnvMCPURLs {
-				fmt.Fprintf(d.stdout, "Env %s MCP Url (from the agent): %s\n", env, u)
-			}
-			fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(parseTime(inst.ExpiresAtUTC)))
-			return nil
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				var err error
+				req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandboxSpec(sandbox), TTL: ttlFlag(ttl), EnvVars: vars}
+				if req.ModelBaseURL, err = s.st.Resolve(ctx, s.cfg.Model.BaseURL); err != nil {
+					return err
+				}
+				if req.ModelAPIKey, err = s.st.Resolve(ctx, s.cfg.Model.APIKey); err != nil {
+					return err
+				}
+				inst, err := s.dep.DeployAgent(ctx, req)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(d.stdout, "Deployed!")
+				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
+				fmt.Fprintf(d.stdout, "Agent Url: %s\n", inst.APIURL)
+				for env, u := range inst.EnvMCPURLs {
+					fmt.Fprintf(d.stdout, "Env %s MCP Url (from the agent): %s\n", env, u)
+				}
+				fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(parseTime(inst.ExpiresAtUTC)))
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()

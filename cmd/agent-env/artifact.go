@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -39,7 +40,6 @@ func newArtifactFilePutCmd(d *deps) *cobra.Command {
 		Example: "  agent-env artifact file put ./hello.txt --id greeting-text",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
 			fh, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -48,21 +48,18 @@ func newArtifactFilePutCmd(d *deps) *cobra.Command {
 			if filename == "" {
 				filename = baseName(args[0])
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			f, err := st.ArtifactsFor(id).PutFile(ctx, id, artifact.FileInput{Filename: filename, ContentType: contentType,
-				Description: description, Body: fh})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(d, f)
-			}
-			fmt.Fprintf(d.stdout, "Created FileArtifact: id=%s version=%d filename=%s size=%d\n", f.ID, f.Version, f.Filename, f.Size)
-			return nil
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				f, err := st.ArtifactsFor(id).PutFile(ctx, id, artifact.FileInput{Filename: filename, ContentType: contentType,
+					Description: description, Body: fh})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, f)
+				}
+				fmt.Fprintf(d.stdout, "Created FileArtifact: id=%s version=%d filename=%s size=%d\n", f.ID, f.Version, f.Filename, f.Size)
+				return nil
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -86,33 +83,29 @@ func newArtifactFileGetCmd(d *deps) *cobra.Command {
 			"  agent-env artifact file get --id greeting-text:2 --output-dir ./out",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			ref, err := refFlag(id, version)
 			if err != nil {
 				return err
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			arts := st.ArtifactsFor(ref.ID)
-			f, err := arts.GetFile(ctx, ref)
-			if err != nil {
-				return err
-			}
-			if outputDir == "" {
-				return printJSON(d, f)
-			}
-			path, err := arts.WriteFile(ctx, f.Ref(), outputDir)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(d, map[string]any{"path": path, "artifact": f})
-			}
-			fmt.Fprintf(d.stdout, "Wrote %s (id=%s version=%d, %d bytes)\n", path, f.ID, f.Version, f.Size)
-			return nil
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				arts := st.ArtifactsFor(ref.ID)
+				f, err := arts.GetFile(ctx, ref)
+				if err != nil {
+					return err
+				}
+				if outputDir == "" {
+					return printJSON(d, f)
+				}
+				path, err := arts.WriteFile(ctx, f.Ref(), outputDir)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, map[string]any{"path": path, "artifact": f})
+				}
+				fmt.Fprintf(d.stdout, "Wrote %s (id=%s version=%d, %d bytes)\n", path, f.ID, f.Version, f.Size)
+				return nil
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -136,7 +129,6 @@ func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 		Example: "  agent-env artifact environment put ./items.json --id items-data --environment-name items",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
 			fh, err := os.Open(args[0])
 			if err != nil {
 				return err
@@ -145,22 +137,19 @@ func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 			if filename == "" {
 				filename = baseName(args[0])
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			e, err := st.ArtifactsFor(id).PutEnvironment(ctx, id, artifact.EnvironmentInput{EnvironmentName: envName,
-				Description: description, Filename: filename, Body: fh})
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(d, e)
-			}
-			fmt.Fprintf(d.stdout, "Created file artifact: id=%s version=%d\n", e.FileArtifactRef.ID, e.FileArtifactRef.Version)
-			fmt.Fprintf(d.stdout, "Created EnvironmentArtifact: id=%s version=%d environment_name=%s\n", e.ID, e.Version, e.EnvironmentName)
-			return nil
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				e, err := st.ArtifactsFor(id).PutEnvironment(ctx, id, artifact.EnvironmentInput{EnvironmentName: envName,
+					Description: description, Filename: filename, Body: fh})
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, e)
+				}
+				fmt.Fprintf(d.stdout, "Created file artifact: id=%s version=%d\n", e.FileArtifactRef.ID, e.FileArtifactRef.Version)
+				fmt.Fprintf(d.stdout, "Created EnvironmentArtifact: id=%s version=%d environment_name=%s\n", e.ID, e.Version, e.EnvironmentName)
+				return nil
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -187,7 +176,6 @@ func newArtifactUniversePutCmd(d *deps) *cobra.Command {
 		Example: "  agent-env artifact environment-universe put --id shop --environment-artifact items-data --environment-artifact users-data:2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			refs := make([]registry.Ref, 0, len(envs))
 			for _, e := range envs {
 				r, err := registry.ParseRef(e)
@@ -208,25 +196,22 @@ func newArtifactUniversePutCmd(d *deps) *cobra.Command {
 				}
 				meta[name] = r
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			u, err := st.ArtifactsFor(id).PutEnvironmentUniverse(ctx, id, refs, meta, description)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(d, u)
-			}
-			pinned := make([]string, 0, len(u.EnvironmentArtifactRefs))
-			for _, r := range u.EnvironmentArtifactRefs {
-				pinned = append(pinned, r.String())
-			}
-			fmt.Fprintf(d.stdout, "Created EnvironmentUniverseArtifact: id=%s version=%d environments=%d (%s)\n",
-				u.ID, u.Version, len(u.EnvironmentArtifactRefs), strings.Join(pinned, ", "))
-			return nil
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				u, err := st.ArtifactsFor(id).PutEnvironmentUniverse(ctx, id, refs, meta, description)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, u)
+				}
+				pinned := make([]string, 0, len(u.EnvironmentArtifactRefs))
+				for _, r := range u.EnvironmentArtifactRefs {
+					pinned = append(pinned, r.String())
+				}
+				fmt.Fprintf(d.stdout, "Created EnvironmentUniverseArtifact: id=%s version=%d environments=%d (%s)\n",
+					u.ID, u.Version, len(u.EnvironmentArtifactRefs), strings.Join(pinned, ", "))
+				return nil
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -252,16 +237,13 @@ func newArtifactGetCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			doc, err := st.ArtifactsFor(ref.ID).Get(cmd.Context(), ref)
-			if err != nil {
-				return err
-			}
-			return printJSON(d, doc.Data)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				doc, err := st.ArtifactsFor(ref.ID).Get(ctx, ref)
+				if err != nil {
+					return err
+				}
+				return printJSON(d, doc.Data)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "artifact id, or id:version (required)")

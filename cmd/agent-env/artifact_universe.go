@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
 	"sort"
@@ -40,32 +41,28 @@ func newFileUniversePutCmd(d *deps) *cobra.Command {
 		Example: "  agent-env artifact file-artifact-universe put --id docs --file-artifact readme --file-artifact notes:2",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			members := map[string]registry.Ref{}
-			for _, s := range files {
-				ref, err := registry.ParseRef(s)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				members := map[string]registry.Ref{}
+				for _, s := range files {
+					ref, err := registry.ParseRef(s)
+					if err != nil {
+						return fmt.Errorf("--file-artifact %q: %w", s, err)
+					}
+					f, err := st.ArtifactsFor(ref.ID).GetFile(ctx, ref)
+					if err != nil {
+						return fmt.Errorf("--file-artifact %s: %w", s, err)
+					}
+					if prev, dup := members[f.Filename]; dup {
+						return fmt.Errorf("--file-artifact %s: file name %s is already given by %s", s, f.Filename, prev)
+					}
+					members[f.Filename] = f.Ref()
+				}
+				u, err := st.ArtifactsFor(id).PutUniverse(ctx, id, members, &artifact.UniverseOptions{Description: description, Bundle: bundled})
 				if err != nil {
-					return fmt.Errorf("--file-artifact %q: %w", s, err)
+					return err
 				}
-				f, err := st.ArtifactsFor(ref.ID).GetFile(ctx, ref)
-				if err != nil {
-					return fmt.Errorf("--file-artifact %s: %w", s, err)
-				}
-				if prev, dup := members[f.Filename]; dup {
-					return fmt.Errorf("--file-artifact %s: file name %s is already given by %s", s, f.Filename, prev)
-				}
-				members[f.Filename] = f.Ref()
-			}
-			u, err := st.ArtifactsFor(id).PutUniverse(ctx, id, members, &artifact.UniverseOptions{Description: description, Bundle: bundled})
-			if err != nil {
-				return err
-			}
-			return printUniverse(d, u, asJSON)
+				return printUniverse(d, u, asJSON)
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -91,18 +88,14 @@ func newFileUniversePutBundledCmd(d *deps) *cobra.Command {
 			if concurrency < 1 {
 				return fmt.Errorf("--concurrency must be at least 1, got %d", concurrency)
 			}
-			ctx := cmd.Context()
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			u, err := st.ArtifactsFor(id).PutUniverseFromDir(ctx, id, dir,
-				&artifact.UniverseOptions{Description: description, Bundle: true, Concurrency: concurrency})
-			if err != nil {
-				return err
-			}
-			return printUniverse(d, u, asJSON)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				u, err := st.ArtifactsFor(id).PutUniverseFromDir(ctx, id, dir,
+					&artifact.UniverseOptions{Description: description, Bundle: true, Concurrency: concurrency})
+				if err != nil {
+					return err
+				}
+				return printUniverse(d, u, asJSON)
+			})
 		},
 	}
 	fl := cmd.Flags()
@@ -127,39 +120,35 @@ func newFileUniverseGetCmd(d *deps) *cobra.Command {
 			"goes to DIR/<file name>; several go to DIR/<universe id>/<file name>.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			for _, s := range ids {
-				ref, err := registry.ParseRef(s)
-				if err != nil {
-					return fmt.Errorf("--id %q: %w", s, err)
-				}
-				arts := st.ArtifactsFor(ref.ID)
-				u, err := arts.GetUniverse(ctx, ref)
-				if err != nil {
-					return err
-				}
-				if outputDir == "" {
-					if err := printJSON(d, u); err != nil {
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				for _, s := range ids {
+					ref, err := registry.ParseRef(s)
+					if err != nil {
+						return fmt.Errorf("--id %q: %w", s, err)
+					}
+					arts := st.ArtifactsFor(ref.ID)
+					u, err := arts.GetUniverse(ctx, ref)
+					if err != nil {
 						return err
 					}
-					continue
+					if outputDir == "" {
+						if err := printJSON(d, u); err != nil {
+							return err
+						}
+						continue
+					}
+					dest := outputDir
+					if len(ids) > 1 {
+						dest = filepath.Join(outputDir, fileSafe(u.ID))
+					}
+					paths, err := arts.WriteUniverse(ctx, u.Ref(), dest)
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(d.stdout, "Wrote %d files of %s to %s\n", len(paths), u.Ref(), dest)
 				}
-				dest := outputDir
-				if len(ids) > 1 {
-					dest = filepath.Join(outputDir, fileSafe(u.ID))
-				}
-				paths, err := arts.WriteUniverse(ctx, u.Ref(), dest)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(d.stdout, "Wrote %d files of %s to %s\n", len(paths), u.Ref(), dest)
-			}
-			return nil
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringArrayVar(&ids, "id", nil, "universe id or id:version (repeatable, required)")
@@ -176,27 +165,24 @@ func newFileUniverseListCmd(d *deps) *cobra.Command {
 		Short: "List file universes (latest version of each)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			arts := st.ArtifactsFor("")
-			if local {
-				arts = st.ArtifactsFor(registry.LocalPrefix)
-			}
-			list, err := arts.List(cmd.Context(), &registry.ListOptions{Type: artifact.TypeFileArtifactUniverse, Limit: limit})
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tVERSION\tFILES\tCREATED (UTC)")
-			for _, doc := range list {
-				var u artifact.FileArtifactUniverse
-				_ = doc.Decode(&u)
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(u.FileArtifactRefs), registry.FormatMinute(doc.CreatedAt))
-			}
-			return tw.Flush()
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				arts := st.ArtifactsFor("")
+				if local {
+					arts = st.ArtifactsFor(registry.LocalPrefix)
+				}
+				list, err := arts.List(ctx, &registry.ListOptions{Type: artifact.TypeFileArtifactUniverse, Limit: limit})
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tVERSION\tFILES\tCREATED (UTC)")
+				for _, doc := range list {
+					var u artifact.FileArtifactUniverse
+					_ = doc.Decode(&u)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(u.FileArtifactRefs), registry.FormatMinute(doc.CreatedAt))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
@@ -212,41 +198,37 @@ func newEnvUniverseGetCmd(d *deps) *cobra.Command {
 		Long:  "Print the universe record as JSON, or with --output-dir write each environment's data\nfile to DIR/<environment_name>/<file name>.",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
 			ref, err := refFlag(id, 0)
 			if err != nil {
 				return err
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			arts := st.ArtifactsFor(ref.ID)
-			u, err := arts.GetEnvironmentUniverse(ctx, ref)
-			if err != nil {
-				return err
-			}
-			if outputDir == "" {
-				return printJSON(d, u)
-			}
-			var written []string
-			for _, er := range u.EnvironmentArtifactRefs {
-				e, err := arts.GetEnvironment(ctx, er)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				arts := st.ArtifactsFor(ref.ID)
+				u, err := arts.GetEnvironmentUniverse(ctx, ref)
 				if err != nil {
 					return err
 				}
-				p, err := arts.WriteFile(ctx, e.FileArtifactRef, filepath.Join(outputDir, e.EnvironmentName))
-				if err != nil {
-					return err
+				if outputDir == "" {
+					return printJSON(d, u)
 				}
-				written = append(written, p)
-			}
-			sort.Strings(written)
-			for _, p := range written {
-				fmt.Fprintf(d.stdout, "Wrote %s\n", p)
-			}
-			return nil
+				var written []string
+				for _, er := range u.EnvironmentArtifactRefs {
+					e, err := arts.GetEnvironment(ctx, er)
+					if err != nil {
+						return err
+					}
+					p, err := arts.WriteFile(ctx, e.FileArtifactRef, filepath.Join(outputDir, e.EnvironmentName))
+					if err != nil {
+						return err
+					}
+					written = append(written, p)
+				}
+				sort.Strings(written)
+				for _, p := range written {
+					fmt.Fprintf(d.stdout, "Wrote %s\n", p)
+				}
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "universe id or id:version (required)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -49,13 +50,10 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 				return err
 			}
 			in.Image = img.in
-			s, err := d.openEnvSession(cmd.Context(), in.ID)
-			if err != nil {
+			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
+				_, err := s.put.PutMCPServer(ctx, in)
 				return err
-			}
-			defer s.Close()
-			_, err = s.put.PutMCPServer(cmd.Context(), in)
-			return err
+			})
 		},
 	}
 	img.add(cmd)
@@ -77,19 +75,18 @@ func newEnvGatewayPutCmd(d *deps) *cobra.Command {
 		Short: "Register the gateway image (default: built from the agentenv-gateway binary or source, FROM scratch)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			in := img.in
-			if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
-				if in, err = envdeploy.GatewaySource(cmd.Context()); err != nil {
-					return err
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				in := img.in
+				if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
+					src, err := envdeploy.GatewaySource(ctx)
+					if err != nil {
+						return err
+					}
+					in = src
 				}
-			}
-			_, err = s.put.PutGateway(cmd.Context(), id, in)
-			return err
+				_, err := s.put.PutGateway(ctx, id, in)
+				return err
+			})
 		},
 	}
 	img.add(cmd)
@@ -104,13 +101,10 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 		Short: "Register several MCP server envs behind one gateway",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), in.ID)
-			if err != nil {
+			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
+				_, err := s.put.PutMulti(ctx, in)
 				return err
-			}
-			defer s.Close()
-			_, err = s.put.PutMulti(cmd.Context(), in)
-			return err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -135,32 +129,29 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			shown := sandbox
-			if shown == "" {
-				shown = "config default"
-			}
-			fmt.Fprintf(d.stdout, "Sandbox backend: %s\n", shown)
-			v := "latest"
-			if version > 0 {
-				v = fmt.Sprint(version)
-			}
-			fmt.Fprintf(d.stdout, "Fetching env: id=%s version=%s...\n", id, v)
-			inst, err := s.dep.Deploy(cmd.Context(), envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
-				TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(d.stdout, "Deployed!")
-			fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
-			fmt.Fprintf(d.stdout, "Env MCP Url: %s\n", inst.MCPURL)
-			fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
-			fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
-			return nil
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				shown := sandbox
+				if shown == "" {
+					shown = "config default"
+				}
+				fmt.Fprintf(d.stdout, "Sandbox backend: %s\n", shown)
+				v := "latest"
+				if version > 0 {
+					v = fmt.Sprint(version)
+				}
+				fmt.Fprintf(d.stdout, "Fetching env: id=%s version=%s...\n", id, v)
+				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
+					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(d.stdout, "Deployed!")
+				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
+				fmt.Fprintf(d.stdout, "Env MCP Url: %s\n", inst.MCPURL)
+				fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
+				fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
+				return nil
+			})
 		},
 	}
 	f := cmd.Flags()

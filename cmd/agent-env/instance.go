@@ -42,18 +42,15 @@ func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
 		Short: "Print an " + k.noun + " instance record as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			inst, err := k.get(s.dep, cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			b, _ := json.MarshalIndent(inst, "", "  ")
-			fmt.Fprintln(d.stdout, string(b))
-			return nil
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				inst, err := k.get(s.dep, ctx, id)
+				if err != nil {
+					return err
+				}
+				b, _ := json.MarshalIndent(inst, "", "  ")
+				fmt.Fprintln(d.stdout, string(b))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
@@ -71,16 +68,13 @@ func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
 			if id == "" {
 				return fmt.Errorf("--instance-id is required")
 			}
-			s, err := d.openEnvSession(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			defer s.Close()
-			if err := k.teardown(s.dep, cmd.Context(), id); err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
-			return nil
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				if err := k.teardown(s.dep, ctx, id); err != nil {
+					return err
+				}
+				fmt.Fprintf(d.stdout, "Tore down %s.\n", id)
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -16,20 +17,17 @@ func newSandboxCmd(d *deps) *cobra.Command {
 			"expired, or whose owner process is gone and whose instance is not recorded as deployed.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := d.openEnvSession(cmd.Context(), "")
-			if err != nil {
+			return d.withEnvSession(cmd.Context(), "", func(ctx context.Context, s *envSession) error {
+				removed, skipped, err := s.dep.Prune(ctx)
+				for _, r := range removed {
+					fmt.Fprintf(d.stdout, "Removed %s\n", r)
+				}
+				for _, sk := range skipped {
+					d.logger().Info("prune skipped a sandbox backend", "reason", sk)
+				}
+				fmt.Fprintf(d.stdout, "Pruned %d %s.\n", len(removed), plural(len(removed), "resource", "resources"))
 				return err
-			}
-			defer s.Close()
-			removed, skipped, err := s.dep.Prune(cmd.Context())
-			for _, r := range removed {
-				fmt.Fprintf(d.stdout, "Removed %s\n", r)
-			}
-			for _, sk := range skipped {
-				d.logger().Info("prune skipped a sandbox backend", "reason", sk)
-			}
-			fmt.Fprintf(d.stdout, "Pruned %d %s.\n", len(removed), plural(len(removed), "resource", "resources"))
-			return err
+			})
 		},
 	})
 	return cmd

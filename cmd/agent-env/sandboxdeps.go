@@ -53,6 +53,17 @@ func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, erro
 	return s, nil
 }
 
+// withEnvSession runs fn with the session of id open and closes it when fn
+// returns, as withStores does for the registry-only commands.
+func (d *deps) withEnvSession(ctx context.Context, id string, fn func(ctx context.Context, s *envSession) error) error {
+	s, err := d.openEnvSession(ctx, id)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return fn(ctx, s)
+}
+
 // envDeployer builds the env/agent deployer for entities owned by id's
 // store: "local" and "docker" are the local engine (runner.md §15.1),
 // "process" runs static binaries as local processes. persist marks what it

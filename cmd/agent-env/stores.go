@@ -29,6 +29,18 @@ func openConfiguredStores(ctx context.Context, cfg *config.Config) (*storeSet, e
 	return &storeSet{Set: set}, nil
 }
 
+// withStores runs fn with the configured stores open and closes them when
+// fn returns: the shared body of the commands that only read or write the
+// registry, so none of them can leak a store.
+func (d *deps) withStores(ctx context.Context, fn func(ctx context.Context, st *storeSet) error) error {
+	st, err := d.openStores(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return fn(ctx, st)
+}
+
 // docsFor routes an id to its document store.
 func (s *storeSet) docsFor(id string) registry.DocumentStore { return s.DocumentsFor(id) }
 

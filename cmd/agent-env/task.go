@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,40 +51,37 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, err := d.openStores(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
-			docs := st.docsFor(id)
-			var n int
-			t, err := r.CreateTask(ctx, docs, d.services(ctx, st, id), id, data, &runner.CreateTaskOptions{
-				SkipValidation: skip,
-				OnStep: func(i, total int, sd *runner.StepDef, v int) {
-					if i == 0 {
-						n = total
+			return d.withStores(ctx, func(ctx context.Context, st *storeSet) error {
+				r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+				docs := st.docsFor(id)
+				var n int
+				t, err := r.CreateTask(ctx, docs, d.services(ctx, st, id), id, data, &runner.CreateTaskOptions{
+					SkipValidation: skip,
+					OnStep: func(i, total int, sd *runner.StepDef, v int) {
+						if i == 0 {
+							n = total
+						}
+						fmt.Fprintf(d.stdout, "  Step %d/%d: %s id=%s version=%d\n", i+1, total, sd.Type, sd.ID, v)
+						if i == total-1 {
+							fmt.Fprintf(d.stdout, "Creating task '%s' with %d steps...\n", id, n)
+						}
+					},
+				})
+				var pe *runner.PreflightError
+				if errors.As(err, &pe) {
+					fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(pe.Problems))
+					for _, p := range pe.Problems {
+						fmt.Fprintf(d.stdout, "  - %v\n", p)
 					}
-					fmt.Fprintf(d.stdout, "  Step %d/%d: %s id=%s version=%d\n", i+1, total, sd.Type, sd.ID, v)
-					if i == total-1 {
-						fmt.Fprintf(d.stdout, "Creating task '%s' with %d steps...\n", id, n)
-					}
-				},
-			})
-			var pe *runner.PreflightError
-			if errors.As(err, &pe) {
-				fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(pe.Problems))
-				for _, p := range pe.Problems {
-					fmt.Fprintf(d.stdout, "  - %v\n", p)
+					fmt.Fprintln(d.stdout, "Nothing was saved. Re-run with --skip-validation to save anyway.")
+					return errSilent
 				}
-				fmt.Fprintln(d.stdout, "Nothing was saved. Re-run with --skip-validation to save anyway.")
-				return errSilent
-			}
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Created task: id=%s version=%d steps=%d\n", t.ID, t.Version, len(t.Steps))
-			return nil
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(d.stdout, "Created task: id=%s version=%d steps=%d\n", t.ID, t.Version, len(t.Steps))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
@@ -101,16 +99,13 @@ func newTaskGetCmd(d *deps) *cobra.Command {
 		Short: "Print a stored task as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			doc, err := st.docsFor(id).Get(cmd.Context(), registry.Tasks, registry.Ref{ID: id, Version: version})
-			if err != nil {
-				return err
-			}
-			return printJSON(d, doc.Data)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				doc, err := st.docsFor(id).Get(ctx, registry.Tasks, registry.Ref{ID: id, Version: version})
+				if err != nil {
+					return err
+				}
+				return printJSON(d, doc.Data)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
@@ -127,29 +122,26 @@ func newTaskListCmd(d *deps) *cobra.Command {
 		Short: "List stored tasks (latest version of each)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			docs := st.Documents
-			if local {
-				docs = st.Local
-			}
-			list, err := docs.List(cmd.Context(), registry.Tasks, &registry.ListOptions{Limit: limit})
-			if err != nil {
-				return err
-			}
-			tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tVERSION\tSTEPS\tCREATED (UTC)")
-			for _, doc := range list {
-				var body struct {
-					Steps []json.RawMessage `json:"steps"`
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				docs := st.Documents
+				if local {
+					docs = st.Local
 				}
-				_ = doc.Decode(&body)
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(body.Steps), registry.FormatMinute(doc.CreatedAt))
-			}
-			return tw.Flush()
+				list, err := docs.List(ctx, registry.Tasks, &registry.ListOptions{Limit: limit})
+				if err != nil {
+					return err
+				}
+				tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tVERSION\tSTEPS\tCREATED (UTC)")
+				for _, doc := range list {
+					var body struct {
+						Steps []json.RawMessage `json:"steps"`
+					}
+					_ = doc.Decode(&body)
+					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(body.Steps), registry.FormatMinute(doc.CreatedAt))
+				}
+				return tw.Flush()
+			})
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "list the @local store (bundle tasks)")
@@ -165,27 +157,24 @@ func newTaskValidateCmd(d *deps) *cobra.Command {
 		Short: "Check a stored task (DAG rules and preflight)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			docs := st.docsFor(id)
-			r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
-			t, err := r.LoadTask(cmd.Context(), docs, registry.Ref{ID: id, Version: version})
-			if err != nil {
-				return err
-			}
-			probs := runner.Preflight(cmd.Context(), t, d.services(cmd.Context(), st, id))
-			if len(probs) == 0 {
-				fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
-				return nil
-			}
-			fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(probs))
-			for _, p := range probs {
-				fmt.Fprintf(d.stdout, "  - %v\n", p)
-			}
-			return errSilent
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				docs := st.docsFor(id)
+				r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+				t, err := r.LoadTask(ctx, docs, registry.Ref{ID: id, Version: version})
+				if err != nil {
+					return err
+				}
+				probs := runner.Preflight(ctx, t, d.services(ctx, st, id))
+				if len(probs) == 0 {
+					fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
+					return nil
+				}
+				fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(probs))
+				for _, p := range probs {
+					fmt.Fprintf(d.stdout, "  - %v\n", p)
+				}
+				return errSilent
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
@@ -202,35 +191,32 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 		Short: "Print a task instance (a run record)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := d.openStores(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			inst, err := runner.GetInstance(cmd.Context(), st.docsFor(id), id)
-			if err != nil {
-				return err
-			}
-			if asJSON {
-				return printJSON(d, inst)
-			}
-			completed := "-"
-			if inst.CompletedAtUTC != nil {
-				completed = *inst.CompletedAtUTC
-			}
-			w := d.stdout
-			fmt.Fprintf(w, "Instance ID: %s\n", inst.InstanceID)
-			fmt.Fprintf(w, "Task ID: %s\n", inst.TaskID)
-			fmt.Fprintf(w, "Task Version: %d\n", inst.TaskVersion)
-			fmt.Fprintf(w, "Status: %s\n", inst.Status)
-			if inst.Error != nil {
-				fmt.Fprintf(w, "Error: %s\n", *inst.Error)
-			}
-			fmt.Fprintf(w, "Progress %d/%d\n", len(inst.CompletedSteps), inst.TotalSteps)
-			fmt.Fprintf(w, "Created At (UTC): %s\n", inst.CreatedAtUTC)
-			fmt.Fprintf(w, "Completed At (UTC): %s\n", completed)
-			fmt.Fprintln(w, "Context:")
-			return printJSON(d, inst.Context)
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				inst, err := runner.GetInstance(ctx, st.docsFor(id), id)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, inst)
+				}
+				completed := "-"
+				if inst.CompletedAtUTC != nil {
+					completed = *inst.CompletedAtUTC
+				}
+				w := d.stdout
+				fmt.Fprintf(w, "Instance ID: %s\n", inst.InstanceID)
+				fmt.Fprintf(w, "Task ID: %s\n", inst.TaskID)
+				fmt.Fprintf(w, "Task Version: %d\n", inst.TaskVersion)
+				fmt.Fprintf(w, "Status: %s\n", inst.Status)
+				if inst.Error != nil {
+					fmt.Fprintf(w, "Error: %s\n", *inst.Error)
+				}
+				fmt.Fprintf(w, "Progress %d/%d\n", len(inst.CompletedSteps), inst.TotalSteps)
+				fmt.Fprintf(w, "Created At (UTC): %s\n", inst.CreatedAtUTC)
+				fmt.Fprintf(w, "Completed At (UTC): %s\n", completed)
+				fmt.Fprintln(w, "Context:")
+				return printJSON(d, inst.Context)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
