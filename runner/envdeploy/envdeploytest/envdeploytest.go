@@ -55,8 +55,10 @@ func ModuleRoot() (string, error) {
 	return filepath.Dir(strings.TrimSpace(string(out))), nil
 }
 
-// Build compiles the fixture binaries once per test binary (CGO_ENABLED=0,
-// into a temporary folder removed by Cleanup).
+// Build compiles the fixture binaries once per test binary (CGO_ENABLED=0)
+// into a per-user cache folder under the temp dir that every test binary
+// shares and that is kept between runs, as Go's build cache is: a later
+// run relinks only what changed.
 func Build(t testing.TB) Binaries {
 	t.Helper()
 	binOnce.Do(func() {
