@@ -25,6 +25,23 @@ func (a *Aggregator) UnmarshalText(b []byte) error {
 	return fmt.Errorf("score_aggregator must be all_pass, any_pass or weighted_average, got %q", string(b))
 }
 
+// OrDefault is a, or AllPass when the task named no aggregator (runner.md §5).
+func (a Aggregator) OrDefault() Aggregator {
+	if a == "" {
+		return AllPass
+	}
+	return a
+}
+
+// VerifierIDOrNew is the task's verifier_id, or a fresh random one when it
+// gave none, as every verifier step names its result.
+func VerifierIDOrNew(id string) string {
+	if id == "" {
+		return RandomHex(8)
+	}
+	return id
+}
+
 // Row is one verifier result row: at least "result" (bool), optionally
 // "score" (default 1/0 from result), "weight" (default 1) and "skipped".
 // Other keys (criterion fields, justification) are carried as given.

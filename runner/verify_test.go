@@ -161,3 +161,19 @@ func TestEnvAndAgentLookups(t *testing.T) {
 		t.Errorf("entry lost a field: %v", e)
 	}
 }
+
+func TestVerifierDefaults(t *testing.T) {
+	if got := runner.Aggregator("").OrDefault(); got != runner.AllPass {
+		t.Errorf("no aggregator: %q, want all_pass", got)
+	}
+	if got := runner.AnyPass.OrDefault(); got != runner.AnyPass {
+		t.Errorf("any_pass became %q", got)
+	}
+	if got := runner.VerifierIDOrNew("v1"); got != "v1" {
+		t.Errorf("given id became %q", got)
+	}
+	a, b := runner.VerifierIDOrNew(""), runner.VerifierIDOrNew("")
+	if len(a) != 16 || a == b {
+		t.Errorf("fresh ids %q %q: want two different 16-hex ids", a, b)
+	}
+}

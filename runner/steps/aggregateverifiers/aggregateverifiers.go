@@ -63,10 +63,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if agg == "" {
 		agg = runner.WeightedAverage
 	}
-	id := c.VerifierID
-	if id == "" {
-		id = runner.RandomHex(8)
-	}
+	id := runner.VerifierIDOrNew(c.VerifierID)
 	rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), SourceVerifierIDs: append([]string{}, c.VerifierIDs...)})
 	return nil
 }

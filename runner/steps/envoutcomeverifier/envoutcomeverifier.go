@@ -112,14 +112,8 @@ func (c *Config) Validate() error {
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	id := c.VerifierID
-	if id == "" {
-		id = runner.RandomHex(8)
-	}
-	agg := c.ScoreAggregator
-	if agg == "" {
-		agg = runner.AllPass
-	}
+	id := runner.VerifierIDOrNew(c.VerifierID)
+	agg := c.ScoreAggregator.OrDefault()
 	if c.PromptID != "" {
 		pr, err := rc.PromptResponse(c.PromptID)
 		if err != nil {

@@ -112,10 +112,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 			return err
 		}
 	}
-	id := c.VerifierID
-	if id == "" {
-		id = runner.RandomHex(8)
-	}
+	id := runner.VerifierIDOrNew(c.VerifierID)
 	pr, err := rc.PromptResponse(c.PromptID)
 	if err != nil {
 		// A prompt that never produced a response (its step failed and
@@ -172,10 +169,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 		rows = append(rows, row)
 	}
-	agg := c.ScoreAggregator
-	if agg == "" {
-		agg = runner.AllPass
-	}
+	agg := c.ScoreAggregator.OrDefault()
 	rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), Results: rows})
 	return nil
 }

@@ -95,14 +95,8 @@ func (c *Config) Validate() error {
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	id := c.VerifierID
-	if id == "" {
-		id = runner.RandomHex(8)
-	}
-	agg := c.ScoreAggregator
-	if agg == "" {
-		agg = runner.AllPass
-	}
+	id := runner.VerifierIDOrNew(c.VerifierID)
+	agg := c.ScoreAggregator.OrDefault()
 	pr, err := rc.PromptResponseEntry(c.PromptID)
 	if err != nil {
 		rc.SetVerification(id, runner.Verification{Score: 0, Results: []runner.Row{{"id": "missing_prompt", "result": false,

@@ -141,14 +141,8 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 		rows = append(rows, row)
 	}
-	agg := c.ScoreAggregator
-	if agg == "" {
-		agg = runner.AllPass
-	}
-	id := c.VerifierID
-	if id == "" {
-		id = runner.RandomHex(8)
-	}
+	agg := c.ScoreAggregator.OrDefault()
+	id := runner.VerifierIDOrNew(c.VerifierID)
 	rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), Results: rows})
 	return nil
 }
