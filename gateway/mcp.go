@@ -205,7 +205,7 @@ func (m *rpcMessage) decode(data []byte) error {
 				if jsonscan.KindOf(value) == jsonscan.KindNull {
 					s = "" // as encoding/json leaves a string field on null
 				} else {
-					return errNotRPCString
+					return errNotString
 				}
 			}
 			if key[0] == 'j' {
@@ -222,7 +222,8 @@ func (m *rpcMessage) decode(data []byte) error {
 	})
 }
 
-var errNotRPCString = errors.New("jsonrpc and method must be strings")
+// errNotString stops a scan at a member that must be a JSON string.
+var errNotString = errors.New("not a JSON string")
 
 func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
@@ -456,7 +457,7 @@ func decodeCallParams(raw []byte) (p toolsCallParams, ok bool) {
 		case "name":
 			s, isString := jsonscan.String(value)
 			if !isString {
-				return errNotRPCString
+				return errNotString
 			}
 			p.Name, named = s, true
 		case "arguments":

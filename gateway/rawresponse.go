@@ -92,24 +92,24 @@ func readResponseHead(br *bufio.Reader) (*childResponse, error) {
 		}
 		name, value := line[:colon], bytes.Trim(line[colon+1:], " \t")
 		switch {
-		case asciiEqualFold(name, "Content-Length"):
+		case asciiEqualFold(name, "content-length"):
 			n, err := strconv.ParseInt(string(value), 10, 64)
 			if err != nil || n < 0 || (haveLength && n != r.length) {
 				return nil, fmt.Errorf("%w: Content-Length %q", errBadResponseHead, truncate(string(value), 32))
 			}
 			r.length, haveLength = n, true
-		case asciiEqualFold(name, "Transfer-Encoding"):
+		case asciiEqualFold(name, "transfer-encoding"):
 			if !asciiEqualFold(value, "chunked") {
 				// No MCP server sends another coding; guessing the
 				// framing would misread the body.
 				return nil, fmt.Errorf("%w: unsupported Transfer-Encoding %q", errBadResponseHead, truncate(string(value), 32))
 			}
 			chunked = true
-		case asciiEqualFold(name, "Connection"):
+		case asciiEqualFold(name, "connection"):
 			if hasToken(value, "close") {
 				r.close = true
 			}
-		case asciiEqualFold(name, "Content-Type"):
+		case asciiEqualFold(name, "content-type"):
 			r.ctype = string(value)
 		}
 	}
@@ -175,6 +175,8 @@ func (b *chunkedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// asciiEqualFold reports whether s equals lower, a lowercase ASCII
+// string, ignoring ASCII case in s.
 func asciiEqualFold[T []byte | string](s T, lower string) bool {
 	if len(s) != len(lower) {
 		return false
@@ -184,11 +186,7 @@ func asciiEqualFold[T []byte | string](s T, lower string) bool {
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
-		if l := lower[i]; 'A' <= l && l <= 'Z' {
-			if c != l+('a'-'A') {
-				return false
-			}
-		} else if c != l {
+		if c != lower[i] {
 			return false
 		}
 	}

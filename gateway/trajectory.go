@@ -341,12 +341,8 @@ func completeLength(f *os.File, size int64) int64 {
 	return 0
 }
 
-// formatTimestamp is ISO 8601 with "+00:00" and microseconds when non-zero
+// appendTimestamp appends ISO 8601 with "+00:00" and microseconds when non-zero
 // (Python's datetime.isoformat()).
-func formatTimestamp(t time.Time) string {
-	return string(appendTimestamp(nil, t))
-}
-
 func appendTimestamp(dst []byte, t time.Time) []byte {
 	t = t.UTC()
 	dst = t.AppendFormat(dst, "2006-01-02T15:04:05")

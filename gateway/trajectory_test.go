@@ -142,13 +142,13 @@ func TestTrajectoryServesCompleteLinesOnly(t *testing.T) {
 
 func TestTimestampFormats(t *testing.T) {
 	ts := time.Date(2026, 3, 1, 10, 0, 0, 123456789, time.UTC)
-	if got := formatTimestamp(ts); got != "2026-03-01T10:00:00.123456+00:00" {
+	if got := string(appendTimestamp(nil, ts)); got != "2026-03-01T10:00:00.123456+00:00" {
 		t.Fatal(got)
 	}
-	if got := formatTimestamp(ts.Truncate(time.Second)); got != "2026-03-01T10:00:00+00:00" {
+	if got := string(appendTimestamp(nil, ts.Truncate(time.Second))); got != "2026-03-01T10:00:00+00:00" {
 		t.Fatal(got)
 	}
-	if got := formatTimestamp(time.Date(2026, 3, 1, 10, 0, 0, 7089000, time.FixedZone("x", 3600))); got != "2026-03-01T09:00:00.007089+00:00" {
+	if got := string(appendTimestamp(nil, time.Date(2026, 3, 1, 10, 0, 0, 7089000, time.FixedZone("x", 3600)))); got != "2026-03-01T09:00:00.007089+00:00" {
 		t.Fatal(got)
 	}
 	if got := formatVirtual(ts.Truncate(time.Second).Add(500 * time.Millisecond)); got != "2026-03-01T10:00:00.500000Z" {
