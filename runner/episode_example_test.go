@@ -55,10 +55,10 @@ const twoAgents = `[
  {"id":"vb","type":"agent_prompt_response_verifier","prompt_id":"pb","verifier_id":"vb","criteria":[{"type":"response_contains","needles":["approved"]}],"depends_on":[{"task_step_id":"ask-b"}]}
 ]`
 
-// Two played agents prompted at once: both turns are open together, each
-// names its agent, prompt and role; answers land on the right prompts.
-func TestEpisodeTwoPlayedAgents(t *testing.T) {
-	ctx := context.Background()
+// twoAgentSpec is the episode spec of twoAgents, both agents played by the
+// trainer.
+func twoAgentSpec(t *testing.T) *runner.EpisodeSpec {
+	t.Helper()
 	r := runner.New(&runner.Options{Steps: steps.Builtin()})
 	task, err := r.ParseTask("two", 1, []byte(twoAgents))
 	if err != nil {
@@ -68,6 +68,14 @@ func TestEpisodeTwoPlayedAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return spec
+}
+
+// Two played agents prompted at once: both turns are open together, each
+// names its agent, prompt and role; answers land on the right prompts.
+func TestEpisodeTwoPlayedAgents(t *testing.T) {
+	ctx := context.Background()
+	spec := twoAgentSpec(t)
 	ep, err := spec.Start(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -103,15 +111,7 @@ func TestEpisodeTwoPlayedAgents(t *testing.T) {
 // the abandon, the run is cancelled.
 func TestEpisodeAbandonWhileTurnOpen(t *testing.T) {
 	ctx := context.Background()
-	r := runner.New(&runner.Options{Steps: steps.Builtin()})
-	task, err := r.ParseTask("two", 1, []byte(twoAgents))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := r.NewEpisodeSpec(task, &runner.Services{}, &runner.EpisodeOptions{TrainerAgents: []string{"assistant", "boss"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := twoAgentSpec(t)
 	ep, err := spec.Start(ctx)
 	if err != nil {
 		t.Fatal(err)

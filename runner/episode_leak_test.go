@@ -7,22 +7,13 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 // Episodes leave no goroutine behind: the in-process agents, their
 // servers and the turn handlers all stop with the run (abandoned or not).
 func TestEpisodesLeaveNoGoroutines(t *testing.T) {
 	ctx := context.Background()
-	r := runner.New(&runner.Options{Steps: steps.Builtin()})
-	task, err := r.ParseTask("two", 1, []byte(twoAgents))
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := r.NewEpisodeSpec(task, &runner.Services{}, &runner.EpisodeOptions{TrainerAgents: []string{"assistant", "boss"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := twoAgentSpec(t)
 	before := runtime.NumGoroutine()
 	eps, err := spec.StartGroup(ctx, 4)
 	if err != nil {
