@@ -11,7 +11,7 @@ var docAllowed = map[string]string{}
 
 // TestEveryPackageHasADocComment fails when a directory of Go files has
 // neither a doc.go nor a package comment on any of its files. The comment
-// is where a package says why it exists; go doc and pkg.go.dev show it.
+// is where a package says why it exists; go doc shows it.
 func TestEveryPackageHasADocComment(t *testing.T) {
 	dirs := parseModule(t, moduleRoot(t))
 	for _, dir := range sortedKeys(dirs) {
