@@ -307,6 +307,9 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // rpcRefuse answers a request the transport refuses as a JSON-RPC error
 // (-32600, id null) with an HTTP status.
 func rpcRefuse(w http.ResponseWriter, status int, msg string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentenv-gateway"`)
+	}
 	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": protocol.CodeInvalidRequest, "message": msg}})
 }
