@@ -107,6 +107,13 @@ func (g *Gateway) tokenOK(r *http.Request) bool {
 // says; under GATEWAY_ROLE_TOKENS=required a request with neither is 401.
 // Without a control token the header role is trusted as is.
 func (g *Gateway) identify(r *http.Request) (caller, *authError) {
+	return g.attribute(r, g.cfg.RoleAuth == RoleAuthRequired)
+}
+
+// attribute is identify with the credential requirement given: website
+// upstreams never require one (a browser cannot send it, and no role rule
+// applies there).
+func (g *Gateway) attribute(r *http.Request, credentialRequired bool) (caller, *authError) {
 	v, herr := roleHeader(r.Header)
 	if herr != nil {
 		return caller{}, herr
@@ -124,7 +131,7 @@ func (g *Gateway) identify(r *http.Request) (caller, *authError) {
 			return caller{role: role, named: true, credential: true}, nil
 		}
 	}
-	if g.cfg.RoleAuth == RoleAuthRequired {
+	if credentialRequired {
 		return caller{}, &authError{http.StatusUnauthorized, "role credential required: send Authorization: Bearer <role token>"}
 	}
 	return c, nil

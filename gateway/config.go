@@ -69,8 +69,8 @@ const (
 	// RoleAuthOptional honours a role credential when one is sent and
 	// otherwise trusts the AgentEnv-Role header (the default).
 	RoleAuthOptional RoleAuth = "optional"
-	// RoleAuthRequired refuses agent routes (/mcp, /step, /agentenv, /svc)
-	// without a role credential or the control token (401).
+	// RoleAuthRequired refuses agent routes (/mcp, /step, /agentenv,
+	// /svc/mcp-*) without a role credential or the control token (401).
 	RoleAuthRequired RoleAuth = "required"
 )
 

@@ -216,7 +216,9 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, prefix stri
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed"})
 		return
 	}
-	who, aerr := g.identify(r)
+	// Website upstreams (non-mcp keys, /website) take no credential: a
+	// browser cannot send one, and no role rule applies there.
+	who, aerr := g.attribute(r, g.cfg.RoleAuth == RoleAuthRequired && p.isMCP)
 	if aerr == nil && p.isMCP && g.cfg.ControlToken != "" && !who.operator {
 		// A backing server's own routes (data plane, REST) bypass role
 		// rules: with a control token, only its holder reaches them.

@@ -446,8 +446,12 @@ func TestRoleCredentials(t *testing.T) {
 	c := startChild(t, "mail", nil)
 	c.srv.AddTools(c.echoTool("mail_send"))
 	const ctl = "ctl-secret-0123"
+	web := newLoopbackServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"role": r.Header.Get(protocol.HeaderRole), "auth": r.Header.Get("Authorization")})
+	}))
 	tg := startGateway(t, &Config{Servers: serversOf(c), ControlToken: ctl, RoleAuth: RoleAuthRequired,
-		RESTProxies: []Upstream{{Key: "mcp-mail", URL: c.Base}}}, opts)
+		RESTProxies: []Upstream{{Key: "mcp-mail", URL: c.Base}, {Key: "web", URL: web}}}, opts)
 	operator := map[string]string{"Authorization": "Bearer " + ctl}
 	if st, b := tg.post(t, "/tools/disable", operator, `{"role":"agent","tools":["mail_send"]}`); st != 200 {
 		t.Fatalf("disable = %d %s", st, b)
@@ -512,6 +516,14 @@ func TestRoleCredentials(t *testing.T) {
 		if st != 401 {
 			t.Errorf("%s with an agent credential = %d %s", target, st, b)
 		}
+	}
+	// Website upstreams take no credential (browsers cannot send one); the
+	// role header is still replaced by the gateway's attribution.
+	if st, _, b := rawHTTP(t, tg.URL, "POST", "/svc/web/page", []hdr{{"AgentEnv-Role", "agent"}}, `{}`); st != 200 || !strings.Contains(string(b), `"role":"agent"`) {
+		t.Errorf("website upstream without a credential = %d %s", st, b)
+	}
+	if st, _, b := rawHTTP(t, tg.URL, "POST", "/svc/web/page", []hdr{{"Authorization", "Bearer " + adminTok}}, `{}`); st != 200 || !strings.Contains(string(b), `"role":"admin"`) || strings.Contains(string(b), "aer1") {
+		t.Errorf("website upstream with a credential = %d %s", st, b)
 	}
 	for _, secret := range []string{ctl, agentTok, adminTok} {
 		if strings.Contains(logs.String(), secret) {
