@@ -144,11 +144,20 @@ func (c *Client) CallTool(ctx context.Context, role, tool string, args map[strin
 // Server is the data-plane client of backing server name, reached through
 // the gateway's proxy.
 func (c *Client) Server(name string) *envclient.Client {
+	return c.envClient(c.base + "/svc/mcp-" + name)
+}
+
+// Card is an env-protocol client of the gateway itself (its card and the
+// extension endpoints the card advertises, such as the clock's).
+func (c *Client) Card() *envclient.Client { return c.envClient(c.base) }
+
+// envClient is an envclient for base that sends the control token.
+func (c *Client) envClient(base string) *envclient.Client {
 	hc := &http.Client{}
 	if c.token != nil {
 		hc.Transport = authTransport{c}
 	}
-	return envclient.New(c.base+"/svc/mcp-"+name, &envclient.Options{HTTPClient: hc})
+	return envclient.New(base, &envclient.Options{HTTPClient: hc})
 }
 
 // TriggerState is the part of GET /triggers/state the runner reads.
