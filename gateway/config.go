@@ -60,6 +60,25 @@ func (c *CollisionMode) UnmarshalText(b []byte) error {
 	return oneOf(c, b, CollisionSkip, CollisionFail)
 }
 
+// RoleAuth is GATEWAY_ROLE_TOKENS: whether agent routes require a role
+// credential (see docs/security.md).
+type RoleAuth string
+
+// Role credential modes.
+const (
+	// RoleAuthOptional honours a role credential when one is sent and
+	// otherwise trusts the AgentEnv-Role header (the default).
+	RoleAuthOptional RoleAuth = "optional"
+	// RoleAuthRequired refuses agent routes (/mcp, /step, /agentenv,
+	// /svc/mcp-*) without a role credential or the control token (401).
+	RoleAuthRequired RoleAuth = "required"
+)
+
+// UnmarshalText validates a role credential mode.
+func (a *RoleAuth) UnmarshalText(b []byte) error {
+	return oneOf(a, b, RoleAuthOptional, RoleAuthRequired)
+}
+
 // oneOf is the UnmarshalText of the two-valued modes above, so that they
 // accept and reject alike.
 func oneOf[T ~string](dst *T, b []byte, a, z T) error {
@@ -120,9 +139,13 @@ type Config struct {
 	// when negative.
 	CardTTL time.Duration
 	// ControlToken, when set (GATEWAY_CONTROL_TOKEN), is required as
-	// "Authorization: Bearer <token>" on /tools/*, /clock/* and /triggers/*
-	// (spec §11.16, later phase; off by default for compatibility).
+	// "Authorization: Bearer <token>" on /tools/*, /clock/* (but GET
+	// /clock/time), /triggers/*, the data plane and /svc/mcp-*; it is also
+	// the key role credentials are minted with (protocol.RoleToken).
 	ControlToken string
+	// RoleAuth is GATEWAY_ROLE_TOKENS; optional when empty. Required needs
+	// a ControlToken.
+	RoleAuth RoleAuth
 }
 
 // Defaults of gateway.md §1.
@@ -203,6 +226,9 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		return nil, err
 	}
 	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
+	if err := textVar(getenv, "GATEWAY_ROLE_TOKENS", &c.RoleAuth); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -344,6 +370,12 @@ func (c Config) withDefaults() (*Config, error) {
 	}
 	if err := defaultMode(&c.Collisions, CollisionSkip, "GATEWAY_TOOL_COLLISIONS"); err != nil {
 		return nil, err
+	}
+	if err := defaultMode(&c.RoleAuth, RoleAuthOptional, "GATEWAY_ROLE_TOKENS"); err != nil {
+		return nil, err
+	}
+	if c.RoleAuth == RoleAuthRequired && c.ControlToken == "" {
+		return nil, &ConfigError{"GATEWAY_ROLE_TOKENS", "required needs GATEWAY_CONTROL_TOKEN (role credentials are minted with it)"}
 	}
 	if c.ServerTimeout <= 0 {
 		c.ServerTimeout = DefaultServerTimeout

@@ -18,7 +18,19 @@ const dataPlaneTimeout = 3600 * time.Second
 // serveDataPlane is POST /agentenv (§8.3): data/reset, data/add and
 // data/get forwarded verbatim to the single backing MCP server. Only mcp-*
 // REST_PROXY_URLS keys count, so a website next to one env does not break it.
+//
+// The data plane resets and reads the env's data, which no role rule
+// covers: with a control token configured only its holder (the harness)
+// may call it.
 func (g *Gateway) serveDataPlane(w http.ResponseWriter, r *http.Request) {
+	who, aerr := g.identify(r)
+	if aerr == nil && g.cfg.ControlToken != "" && !who.operator {
+		aerr = errControlToken
+	}
+	if aerr != nil {
+		refuse(w, aerr, false)
+		return
+	}
 	body, err := g.readBody(w, r)
 	if err != nil {
 		rpcFail(w, protocol.NullID, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Invalid request"})
@@ -58,7 +70,7 @@ func (g *Gateway) serveDataPlane(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Header.Set("Content-Type", "application/json")
-	out.Header.Set(protocol.HeaderRole, requestRole(r))
+	out.Header.Set(protocol.HeaderRole, who.role)
 	resp, err := g.httpc.Do(out)
 	if err != nil {
 		rpcFail(w, req.ID, &protocol.Error{Code: protocol.CodeServerError, Message: "forward failed: " + err.Error()})

@@ -32,6 +32,8 @@
 //     verbatim and disabled or unknown tools become isError results instead
 //     of JSON-RPC errors (dependencies.md §2.4).
 //   - step.go, roles.go: /step, /state and the role rules of §7.3.
+//   - auth.go: who a request speaks for (the AgentEnv-Role header rules,
+//     role credentials, the control token); docs/security.md says why.
 //   - trajectory.go: the JSONL trajectory, written by one goroutine so a
 //     tool call never waits on disk; ids continue across restarts.
 //   - card.go, dataplane.go, proxy.go: the composed card (cached with

@@ -215,6 +215,9 @@ func (g *Gateway) Handler() http.Handler { return g.handler }
 // (idempotent). Run calls it; tests that serve Handler themselves call it.
 func (g *Gateway) Start() {
 	g.startOnce.Do(func() {
+		if g.cfg.ControlToken == "" {
+			g.log.Warn("GATEWAY_CONTROL_TOKEN is not set: /tools/*, /clock/*, /triggers/*, /agentenv and /svc/mcp-* are open to every caller, agents included")
+		}
 		g.wg.Add(1)
 		go func() {
 			defer g.wg.Done()

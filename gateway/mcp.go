@@ -76,7 +76,8 @@ func (f *mcpFront) cancelInflight(r *http.Request, params json.RawMessage) {
 type inSession struct {
 	key string
 	mu  sync.Mutex
-	// role is the role of the session's latest request.
+	// role is bound when initialize is answered (bindWriter) and never
+	// changes: a request with another role on the session is refused.
 	role string
 	// view is a hash of the tool list the session's role last saw, to send
 	// list_changed only when it changes; listed records that the session
@@ -137,18 +138,12 @@ func (t *sessionTable) all() []*inSession {
 	return out
 }
 
-type roleCtxKey struct{}
-
 func newMCPFront(g *Gateway) *mcpFront {
 	f := &mcpFront{g: g, sessions: &sessionTable{m: map[string]*inSession{}}}
 	hooks := &server.Hooks{}
-	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
 		if is := f.sessions.get(s.SessionID()); is != nil {
-			role, _ := ctx.Value(roleCtxKey{}).(string)
 			is.mu.Lock()
-			if role != "" && !is.listed {
-				is.role = role
-			}
 			if !is.listed {
 				// The view a fresh session starts from; a tools/list that
 				// already ran (the client can be ahead of this hook) wins.
@@ -173,9 +168,6 @@ func newMCPFront(g *Gateway) *mcpFront {
 		server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(g.log),
-		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			return context.WithValue(ctx, roleCtxKey{}, protocol.GatewayRole(r.Header.Get(protocol.HeaderRole)))
-		}),
 	)
 	return f
 }
@@ -226,7 +218,28 @@ func (m *rpcMessage) decode(data []byte) error {
 var errNotString = errors.New("not a JSON string")
 
 func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	who, aerr := f.g.identify(r)
+	if aerr != nil {
+		rpcRefuse(w, aerr.status, aerr.msg)
+		return
+	}
+	// A session keeps the role it was initialized with: a request without
+	// a role speaks for it, one naming another role is refused.
+	if sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID)); sess != nil {
+		sess.mu.Lock()
+		bound := sess.role
+		sess.mu.Unlock()
+		if who.named && who.role != bound {
+			rpcRefuse(w, http.StatusForbidden, "role '"+who.role+"' does not match the role '"+bound+"' this MCP session was initialized with")
+			return
+		}
+	}
 	if r.Method != http.MethodPost {
+		// mcp-go would open a stream for a session it never issued, and
+		// answers DELETE of an unknown session with success.
+		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && f.session(w, r) == nil {
+			return
+		}
 		f.http.ServeHTTP(w, r)
 		return
 	}
@@ -258,6 +271,8 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	single := len(trimmed) > 0 && trimmed[0] == '{' && msg.decode(trimmed) == nil
 	if single && (msg.Method == string(mcp.MethodToolsList) || msg.Method == string(mcp.MethodToolsCall)) &&
 		len(msg.ID) > 0 && string(msg.ID) != "null" && f.versionOK(r) {
+		// (a wrong "jsonrpc" is answered by serveTools after the session
+		// check, as mcp-go does for the methods it serves.)
 		// The body buffer is reused after this request, but the call's
 		// arguments live on in trajectory events and triggers.
 		msg.ID, msg.Params = bytes.Clone(msg.ID), bytes.Clone(msg.Params)
@@ -269,28 +284,104 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// mcp-go still sees it (it may concern requests it serves itself).
 	}
 	if len(trimmed) > 0 && trimmed[0] == '[' && f.versionOK(r) {
-		var batch []rpcMessage
-		if json.Unmarshal(trimmed, &batch) == nil && len(batch) > 0 {
+		var batch []json.RawMessage
+		if json.Unmarshal(trimmed, &batch) == nil {
+			if len(batch) == 0 {
+				// JSON-RPC 2.0: an empty batch is one Invalid Request.
+				rpcRefuse(w, http.StatusBadRequest, "Invalid Request: empty batch")
+				return
+			}
 			f.serveBatch(w, r, batch)
 			return
 		}
+	}
+	if single && msg.Method == string(mcp.MethodInitialize) {
+		// Bind the caller's role to the session this initialize creates.
+		w = &bindWriter{ResponseWriter: w, sessions: f.sessions, role: who.role}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
 	f.http.ServeHTTP(w, r)
 }
 
+// rpcRefuse answers a request the transport refuses as a JSON-RPC error
+// (-32600, id null) with an HTTP status.
+func rpcRefuse(w http.ResponseWriter, status int, msg string) {
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="agentenv-gateway"`)
+	}
+	writeJSON(w, status, map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": protocol.CodeInvalidRequest, "message": msg}})
+}
+
+// bindWriter binds a role to the session an initialize answer creates. It
+// does so when the answer's head is written, which is before the client can
+// learn the session id, so no request can reach the session unbound.
+type bindWriter struct {
+	http.ResponseWriter
+	sessions *sessionTable
+	role     string
+	done     bool
+}
+
+func (b *bindWriter) bind() {
+	if b.done {
+		return
+	}
+	b.done = true
+	if s := b.sessions.get(b.Header().Get(protocol.HeaderMCPSessionID)); s != nil {
+		s.mu.Lock()
+		s.role = b.role
+		s.mu.Unlock()
+	}
+}
+
+func (b *bindWriter) WriteHeader(code int) {
+	b.bind()
+	b.ResponseWriter.WriteHeader(code)
+}
+
+func (b *bindWriter) Write(p []byte) (int, error) {
+	b.bind()
+	return b.ResponseWriter.Write(p)
+}
+
+func (b *bindWriter) Flush() {
+	b.bind()
+	_ = http.NewResponseController(b.ResponseWriter).Flush()
+}
+
+func (b *bindWriter) Unwrap() http.ResponseWriter { return b.ResponseWriter }
+
+// errInvalidVersion is the answer to a message whose "jsonrpc" is not
+// "2.0" (mcp-go's words for the methods it serves).
+var errInvalidVersion = &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Invalid JSON-RPC version"}
+
 // serveBatch answers a JSON-RPC batch (protocol 2025-03-26) of tools/list
 // and tools/call requests and notifications; mcp-go does not read batches.
 // Other requests in a batch get -32601.
-func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []rpcMessage) {
+func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []json.RawMessage) {
 	sess := f.session(w, r)
 	if sess == nil {
 		return
 	}
 	var out [][]byte
-	for i := range batch {
-		m := &batch[i]
+	for _, item := range batch {
+		m := &rpcMessage{}
+		if jsonscan.KindOf(item) != jsonscan.KindObject || m.decode(item) != nil {
+			out = append(out, rpcBytes(protocol.NullID, nil, &protocol.Error{Code: protocol.CodeInvalidRequest, Message: "Invalid Request: a batch item must be a JSON-RPC message object"}))
+			continue
+		}
+		// The body buffer is reused after this request.
+		m.ID, m.Params = bytes.Clone(m.ID), bytes.Clone(m.Params)
+		if m.JSONRPC != "2.0" {
+			id := m.ID
+			if len(id) == 0 {
+				id = protocol.NullID
+			}
+			out = append(out, rpcBytes(id, nil, errInvalidVersion))
+			continue
+		}
 		if len(m.ID) == 0 || string(m.ID) == "null" || m.Method == "" {
 			continue // a notification or a response: nothing to answer
 		}
@@ -344,6 +435,12 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 	if sess == nil {
 		return
 	}
+	if msg.JSONRPC != "2.0" {
+		w.Header()["Content-Type"] = jsonContentType
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(append(rpcBytes(msg.ID, nil, errInvalidVersion), '\n'))
+		return
+	}
 	// A caller that asked for progress and accepts an event stream gets
 	// the child's progress relayed on this POST's stream (SSE), then the
 	// response; otherwise the answer is plain JSON.
@@ -389,9 +486,8 @@ func (s *sseStream) event(msg []byte) {
 
 // answer runs one tools/list or tools/call and renders its response.
 func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse *sseStream) []byte {
-	role := protocol.GatewayRole(strings.TrimSpace(r.Header.Get(protocol.HeaderRole)))
 	sess.mu.Lock()
-	sess.role = role
+	role := sess.role
 	sess.mu.Unlock()
 	var result json.RawMessage
 	switch msg.Method {

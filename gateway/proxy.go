@@ -40,6 +40,9 @@ type proxyTarget struct {
 	rest  string // raw path remainder, starting with "/" or empty
 	query string
 	role  string
+	// dropAuth removes the Authorization header: it held the caller's
+	// gateway credential, which no upstream may see.
+	dropAuth bool
 }
 
 func newUpstreamProxy(u Upstream, log *slog.Logger) *upstreamProxy {
@@ -90,6 +93,9 @@ func (p *upstreamProxy) rewrite(pr *httputil.ProxyRequest) {
 	// Every client role header is replaced by the gateway's attribution.
 	out.Header.Del(protocol.HeaderRole)
 	out.Header.Set(protocol.HeaderRole, t.role)
+	if t.dropAuth {
+		out.Header.Del("Authorization")
+	}
 	if _, ok := pr.In.Header["Accept-Encoding"]; !ok {
 		out.Header.Set("Accept-Encoding", "identity")
 	}
@@ -210,14 +216,26 @@ func (g *Gateway) serveProxy(w http.ResponseWriter, r *http.Request, prefix stri
 		writeJSON(w, http.StatusMethodNotAllowed, map[string]string{"error": "Method Not Allowed"})
 		return
 	}
-	t := &proxyTarget{query: query, role: requestRole(r)}
+	// Website upstreams (non-mcp keys, /website) take no credential: a
+	// browser cannot send one, and no role rule applies there.
+	who, aerr := g.attribute(r, g.cfg.RoleAuth == RoleAuthRequired && p.isMCP)
+	if aerr == nil && p.isMCP && g.cfg.ControlToken != "" && !who.operator {
+		// A backing server's own routes (data plane, REST) bypass role
+		// rules: with a control token, only its holder reaches them.
+		aerr = errControlToken
+	}
+	if aerr != nil {
+		refuse(w, aerr, false)
+		return
+	}
+	t := &proxyTarget{query: query, role: who.role, dropAuth: who.operator || who.credential}
 	if hasSlash {
 		t.rest = "/" + remainder
 	}
-	if p.isMCP && r.Method == http.MethodPost && isMCPPath(t.rest) {
-		if !g.rewriteMCPBody(w, r, t.role) {
-			return
-		}
+	if p.isMCP && reachesMCP(strings.TrimRight(p.base.EscapedPath(), "/")+t.rest) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": "MCP is refused on /svc/" + svc +
+			": call tools through /mcp, where role rules, triggers and the trajectory apply"})
+		return
 	}
 	r = r.WithContext(context.WithValue(r.Context(), proxyCtxKey{}, t))
 	if r.Body != nil && r.Body != http.NoBody {
@@ -253,89 +271,28 @@ func (b *endedBody) Read(p []byte) (int, error) {
 
 func (b *endedBody) Close() error { return b.rc.Close() }
 
-// isMCPPath reports whether the dot-normalised raw path is /mcp or below.
-func isMCPPath(raw string) bool {
-	dec, err := url.PathUnescape(raw)
-	if err != nil {
-		dec = raw
+// reachesMCP reports whether a backing server could route the raw
+// upstream path to its MCP endpoint (/mcp or below). It errs towards yes:
+// percent-decoding is repeated, case is folded, a backslash counts as '/', ";"
+// segment parameters are cut, and the path is dot- and slash-normalised, so
+// that no spelling a server might fold onto /mcp gets through.
+func reachesMCP(raw string) bool {
+	p := raw
+	for range 4 {
+		dec, err := url.PathUnescape(p)
+		if err != nil || dec == p {
+			break
+		}
+		p = dec
 	}
-	clean := path.Clean("/" + dec)
+	p = strings.ToLower(strings.ReplaceAll(p, "\\", "/"))
+	segs := strings.Split(p, "/")
+	for i, s := range segs {
+		s, _, _ = strings.Cut(s, ";")
+		segs[i] = strings.TrimSpace(s)
+	}
+	clean := path.Clean("/" + strings.Join(segs, "/"))
 	return clean == "/mcp" || strings.HasPrefix(clean, "/mcp/")
-}
-
-// rewriteMCPBody stamps the gateway's role into every JSON-RPC request of a
-// proxied MCP POST (single or batch) and drops any forged session key. The
-// body is buffered within the control-route limit; unparsable or
-// param-less bodies pass unchanged. It reports false when it answered.
-func (g *Gateway) rewriteMCPBody(w http.ResponseWriter, r *http.Request, role string) bool {
-	body, err := g.readBody(w, r)
-	if errors.Is(err, errBodyTooLarge) {
-		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "request body too large"})
-		return false
-	}
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "cannot read request body"})
-		return false
-	}
-	if nb, ok := stampRole(body, role); ok {
-		body = nb
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	r.ContentLength = int64(len(body))
-	r.Header.Del("Content-Length")
-	return true
-}
-
-func stampRole(body []byte, role string) ([]byte, bool) {
-	t := bytes.TrimSpace(body)
-	if len(t) == 0 {
-		return nil, false
-	}
-	if t[0] == '[' {
-		var items []json.RawMessage
-		if json.Unmarshal(t, &items) != nil {
-			return nil, false
-		}
-		changed := false
-		for i, it := range items {
-			if nb, ok := stampOne(it, role); ok {
-				items[i] = nb
-				changed = true
-			}
-		}
-		if !changed {
-			return nil, false
-		}
-		return marshalNoEscape(items), true
-	}
-	return stampOne(t, role)
-}
-
-func stampOne(msg []byte, role string) ([]byte, bool) {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(msg, &m) != nil || m == nil {
-		return nil, false
-	}
-	params, ok := m["params"]
-	if !ok {
-		return nil, false
-	}
-	var p map[string]json.RawMessage
-	if json.Unmarshal(params, &p) != nil || p == nil {
-		return nil, false
-	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := p["_meta"]; ok {
-		_ = json.Unmarshal(raw, &meta)
-		if meta == nil {
-			meta = map[string]json.RawMessage{}
-		}
-	}
-	meta[protocol.MetaRole] = jsonString(role)
-	delete(meta, protocol.MetaSession)
-	p["_meta"] = marshalNoEscape(meta)
-	m["params"] = marshalNoEscape(p)
-	return marshalNoEscape(m), true
 }
 
 func marshalNoEscape(v any) []byte {

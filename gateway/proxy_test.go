@@ -117,8 +117,7 @@ func TestProxyStreamsAndHeaders(t *testing.T) {
 	// Request headers: role replaced, hop-by-hop dropped, identity added,
 	// repeated headers kept, query and encoded segments verbatim.
 	req, _ = http.NewRequest("GET", tg.URL+"/svc/mcp-x/a%2Fb/%E2%9C%93/c%3Fd?q=1&q=%20x", nil)
-	req.Header.Add(protocol.HeaderRole, "admin")
-	req.Header.Add(protocol.HeaderRole, "root")
+	req.Header.Add(protocol.HeaderRole, " admin ")
 	req.Header.Add("X-Multi", "1")
 	req.Header.Add("X-Multi", "2")
 	req.Header.Set("Connection", "close, X-Drop")
@@ -201,61 +200,6 @@ func TestProxyClientDisconnectClosesUpstream(t *testing.T) {
 	case <-up.closed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("upstream request not cancelled after the client left")
-	}
-}
-
-func TestProxyMCPBodyRewrite(t *testing.T) {
-	up, base := startUpstream(t)
-	tg := startGateway(t, &Config{RESTProxies: []Upstream{{"mcp-x", base}, {"web", base}}}, nil)
-	cases := []struct{ path, body string }{
-		{"/svc/mcp-x/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","_meta":{"agentenv.io/session":"forged","agentenv.io/role":"root","keep":1}}}`},
-		{"/svc/mcp-x/a/../mcp/", `[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}},{"jsonrpc":"2.0","method":"notifications/initialized"}]`},
-	}
-	for _, c := range cases {
-		st, _, _ := tg.do(t, "POST", c.path, role("agent"), c.body)
-		if st != 200 {
-			t.Fatalf("%s = %d", c.path, st)
-		}
-		got, body, _ := up.lastReq()
-		if got.ContentLength != int64(len(body)) {
-			t.Fatalf("content-length %d for %d bytes", got.ContentLength, len(body))
-		}
-		var msgs []map[string]json.RawMessage
-		if strings.HasPrefix(string(body), "[") {
-			json.Unmarshal(body, &msgs)
-		} else {
-			var m map[string]json.RawMessage
-			json.Unmarshal(body, &m)
-			msgs = append(msgs, m)
-		}
-		for _, m := range msgs {
-			if _, has := m["params"]; !has {
-				continue
-			}
-			var p struct {
-				Meta map[string]any `json:"_meta"`
-			}
-			json.Unmarshal(m["params"], &p)
-			if p.Meta[protocol.MetaRole] != "agent" || p.Meta[protocol.MetaSession] != nil {
-				t.Fatalf("%s: rewritten _meta %v", c.path, p.Meta)
-			}
-			if strings.Contains(c.body, `"keep"`) && p.Meta["keep"] != float64(1) {
-				t.Fatalf("other _meta keys dropped: %v", p.Meta)
-			}
-		}
-		if len(msgs) == 2 && msgs[1]["params"] != nil {
-			t.Fatal("a param-less notification gained params")
-		}
-	}
-	// Non-mcp services and unparsable bodies pass unchanged.
-	raw := `{"params":{"_meta":{"agentenv.io/session":"s"}}}`
-	tg.do(t, "POST", "/svc/web/mcp", nil, raw)
-	if _, body, _ := up.lastReq(); string(body) != raw {
-		t.Fatalf("non-mcp body rewritten: %s", body)
-	}
-	tg.do(t, "POST", "/svc/mcp-x/mcp", nil, `{not json`)
-	if _, body, _ := up.lastReq(); string(body) != `{not json` {
-		t.Fatalf("unparsable body changed: %s", body)
 	}
 }
 

@@ -26,7 +26,12 @@ func stepTool(e *toolEntry) protocol.StepTool {
 
 // serveStep is POST /step (gateway.md §7.1), errors checked in the spec's order.
 func (g *Gateway) serveStep(w http.ResponseWriter, r *http.Request) {
-	role := requestRole(r)
+	who, aerr := g.identify(r)
+	if aerr != nil {
+		refuse(w, aerr, false)
+		return
+	}
+	role := who.role
 	if !g.ensureDiscovery(r.Context()) {
 		writeJSON(w, http.StatusServiceUnavailable, protocol.StepError{Error: discoveryPendingMessage})
 		return

@@ -17,7 +17,7 @@ func newEnvCmd(d *deps) *cobra.Command {
 	gw.AddCommand(newEnvGatewayPutCmd(d))
 	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}
 	multi.AddCommand(newEnvMultiPutCmd(d))
-	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances))
+	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances), newEnvRoleTokenCmd(d))
 	return cmd
 }
 

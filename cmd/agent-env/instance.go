@@ -7,6 +7,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 )
 
@@ -47,7 +49,11 @@ func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				b, _ := json.MarshalIndent(inst, "", "  ")
+				// The record holds the gateway's control token: shown masked.
+				var doc any
+				raw, _ := json.Marshal(inst)
+				_ = json.Unmarshal(raw, &doc)
+				b, _ := json.MarshalIndent(redact.Mask(doc), "", "  ")
 				fmt.Fprintln(d.stdout, string(b))
 				return nil
 			})
@@ -79,5 +85,37 @@ func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
 	cmd.Flags().StringVar(&id, "id", "", "alias of --instance-id")
+	return cmd
+}
+
+// newEnvRoleTokenCmd prints a role credential for a deployed env, for an
+// agent registered by hand (mcp-config headers {"Authorization": "Bearer
+// <credential>"}). It prints a secret on purpose: only on request, never
+// as part of other output.
+func newEnvRoleTokenCmd(d *deps) *cobra.Command {
+	var id, role string
+	cmd := &cobra.Command{
+		Use:   "role-token",
+		Short: "Print the role credential an agent sends to a deployed env's gateway (a secret)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if id == "" {
+				return fmt.Errorf("--instance-id is required")
+			}
+			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				inst, err := s.dep.GetInstance(ctx, id)
+				if err != nil {
+					return err
+				}
+				if inst.ControlToken == "" {
+					return fmt.Errorf("env instance %s was deployed without a control token: its gateway takes no role credentials", id)
+				}
+				fmt.Fprintln(d.stdout, protocol.RoleToken(inst.ControlToken, protocol.GatewayRole(role)))
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&id, "instance-id", "", "env instance id (required)")
+	cmd.Flags().StringVar(&role, "role", protocol.DefaultRole, "the agent's role")
 	return cmd
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
+	"github.com/agentenv/agentenv/runner/gwclient"
 )
 
 // savedEnvs lists the deployed_envs[] entries of every context file a run
@@ -28,6 +29,17 @@ func savedEnvs(t *testing.T, dir string) (files []string, envs []map[string]any)
 		}
 	}
 	return files, envs
+}
+
+// postStatus POSTs a JSON body and returns the status.
+func postStatus(t *testing.T, url, body string) int {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // gatewayAnswers reports whether an env's gateway still serves its card.
@@ -62,6 +74,7 @@ func TestTaskRunResumeTearsDownSavedEnv(t *testing.T) {
 	  {"id":"env","type":"deploy_env","env_id":"echo","ttl_seconds":600},
 	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"wait","type":"verify_sandbox","sandbox_name":"box","criteria":[{"type":"bash_cmd_succeeds","bash_cmd":"sleep 300"}]},
+	  {"id":"access","type":"modify_env_tool_access","env_id":"echo","action":"disable","role":"agent","tools":["echo_echo"]},
 	  {"id":"down","type":"teardown_sandboxes","env_ids":["echo"],"sandbox_names":["box"],"fail_task_on_error":false}]`)
 	if code, out, stderr := c.run("task", "create", f, "--id", "leaky"); code != 0 {
 		t.Fatalf("create: %s %s", out, stderr)
@@ -88,7 +101,7 @@ func TestTaskRunResumeTearsDownSavedEnv(t *testing.T) {
 		defer close(finished)
 		code = execute(ctx, []string{"task", "run", "--id", "leaky", "--output-dir", first, "--env-sandbox", "process"}, c.deps(out, errb))
 	}()
-	out.waitFor(t, "Running step [3/4]: verify_sandbox (id=wait)...")
+	out.waitFor(t, "Running step [3/5]: verify_sandbox (id=wait)...")
 	cancel(interruptFor(syscall.SIGINT))
 	<-finished
 	if code != exitInterrupted {
@@ -106,6 +119,24 @@ func TestTaskRunResumeTearsDownSavedEnv(t *testing.T) {
 	}
 	if !gatewayAnswers(url) {
 		t.Fatalf("the env of the interrupted run is not running: the test proves nothing")
+	}
+	// The gateway's control token is kept out of the saved context and of
+	// printed records; the resumed run finds it in the instance record
+	// (its modify_env_tool_access step needs it).
+	saved, _ := os.ReadFile(files[0])
+	code, recOut, _ := c.run("env", "get-instance", "--id", inst)
+	if code != 0 || !strings.Contains(recOut, `"control_token": "****"`) {
+		t.Fatalf("env get-instance: exit %d\n%s", code, recOut)
+	}
+	code, tokOut, _ := c.run("env", "role-token", "--instance-id", inst, "--role", "agent")
+	if code != 0 || !strings.HasPrefix(tokOut, "aer1.") {
+		t.Fatalf("env role-token: exit %d\n%s", code, tokOut)
+	}
+	if _, has := env[gwclient.KeyControlToken]; has || strings.Contains(string(saved), "control_token") {
+		t.Fatalf("the saved context holds the control token")
+	}
+	if st := postStatus(t, url+"/tools/disable", `{"role":"agent","tools":"*"}`); st != http.StatusUnauthorized {
+		t.Fatalf("the deployed gateway's control routes are open: %d", st)
 	}
 
 	// Several runs would share the saved env; they are refused before any
@@ -129,7 +160,8 @@ func TestTaskRunResumeTearsDownSavedEnv(t *testing.T) {
 
 	code, rout, rerr = c.run("task", "run", "--id", "leaky", "--output-dir", second, "--start-step", "3", "--context-json", files[0])
 	if code != 0 || !strings.Contains(rout, "Reattached saved instances: count=1\n") ||
-		strings.Contains(rout, "Running step [1/4]") || !strings.Contains(rout, "Completed step [4/4]: teardown_sandboxes (id=down)") {
+		strings.Contains(rout, "Running step [1/5]") || !strings.Contains(rout, "Completed step [4/5]: modify_env_tool_access (id=access)") ||
+		!strings.Contains(rout, "Completed step [5/5]: teardown_sandboxes (id=down)") {
 		t.Errorf("resumed run: exit %d\n%s\n%s", code, rout, rerr)
 	}
 	if gatewayAnswers(url) {

@@ -4,8 +4,8 @@
 // Two jobs, two rules (runner.md §4 and §10.6):
 //
 //   - The safe form of a run context: the keys litellm_api_key,
-//     judge_litellm_api_key, usersim_api_key, remote_tokens and
-//     cf_access_client_secret are removed at any depth (Strip, StripJSON).
+//     judge_litellm_api_key, usersim_api_key, remote_tokens,
+//     cf_access_client_secret and gateway_control_token are removed at any depth (Strip, StripJSON).
 //     Every DocumentStore applies it to every document it writes, so a
 //     caller that forgets cannot leak a key into the database.
 //
@@ -34,6 +34,9 @@ var safeFormKeys = map[string]bool{
 	"usersim_api_key":         true,
 	"remote_tokens":           true,
 	"cf_access_client_secret": true,
+	// A deployed env's gateway control token (deployed_envs[]); the
+	// runner finds it again in the env instance record.
+	"gateway_control_token": true,
 }
 
 // IsSafeFormKey reports whether key is removed by Strip.

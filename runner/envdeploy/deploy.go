@@ -117,6 +117,11 @@ type EnvInstance struct {
 	SandboxIDs          map[string]any    `json:"sandbox_ids"`
 	// ServerName is the gateway's MCP_SERVER_NAME (also its network alias).
 	ServerName string `json:"server_name"`
+	// ControlToken is the gateway's GATEWAY_CONTROL_TOKEN, random per
+	// instance: the runner's steps send it on control routes and mint role
+	// credentials with it (protocol.RoleToken). A secret: never logged or
+	// printed, and removed from run contexts' safe form.
+	ControlToken string `json:"control_token,omitempty"`
 	// InternalMCPURL is the MCP URL from inside the env's group: what an
 	// agent joining it uses (http://<server name>:18765/mcp on Docker).
 	InternalMCPURL string   `json:"internal_mcp_url"`
@@ -217,8 +222,11 @@ func (e *ChainError) Error() string {
 // Unwrap exposes each provider's error.
 func (e *ChainError) Unwrap() []error { return e.Errs }
 
-func newInstanceID() string {
-	b := make([]byte, 16)
+func newInstanceID() string { return randomHex(16) }
+
+// randomHex is n random bytes in hex.
+func randomHex(n int) string {
+	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
@@ -349,9 +357,13 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		internalServers = append(internalServers, n+"="+internal[i]+"/mcp")
 		proxies = append(proxies, "mcp-"+n+"="+internal[i])
 	}
+	controlToken := newControlToken()
 	gwEnv := map[string]string{"MCP_HOST": "0.0.0.0", "MCP_SERVER_NAME": serverName,
 		"INTERNAL_MCP_PORT": strconv.Itoa(MCPPort), "REST_PROXY_URLS": strings.Join(proxies, ","), "GATEWAY_MODE": mode,
-		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl"}
+		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl",
+		// Agents get only the MCP URL and their role credential; the
+		// control token stays with the runner (docs/security.md).
+		"GATEWAY_CONTROL_TOKEN": controlToken, "GATEWAY_ROLE_TOKENS": "required"}
 	if aliasForm {
 		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(names, ",")
 	} else {
@@ -366,7 +378,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		return nil, err
 	}
 	cardURL := ep.Host + protocol.EnvCardPath
-	card, err := d.waitCard(ctx, g, cardURL, len(servers))
+	card, err := d.waitCard(ctx, g, cardURL, len(servers), controlToken)
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +391,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		GatewayURL: ep.Host, MCPURL: ep.Host + mcpPath, EnvironmentCardURL: cardURL, EnvironmentCard: card,
 		WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
 		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
-		ServerName: serverName, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
+		ServerName: serverName, ControlToken: controlToken, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
 	body, _ := json.Marshal(inst)
 	if _, err := d.Stores.Docs.InsertRecord(ctx, registry.EnvInstances, id, body); err != nil {
@@ -387,6 +399,9 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	return inst, nil
 }
+
+// newControlToken is a fresh 256-bit gateway control token.
+func newControlToken() string { return randomHex(32) }
 
 // aliasURL replaces the workload name of an internal URL with alias when
 // the backend resolves aliases.
@@ -399,7 +414,7 @@ func aliasURL(internal, alias string, aliasForm bool) string {
 
 // waitCard polls the gateway card until it answers below 500 and lists
 // every child (≤ ReadyTimeout), with backoff.
-func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int) (json.RawMessage, error) {
+func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int, controlToken string) (json.RawMessage, error) {
 	timeout := d.ReadyTimeout
 	if timeout == 0 {
 		timeout = 300 * time.Second
@@ -421,7 +436,7 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 					// The card can list a child before the gateway's tool
 					// discovery has its tools: list them once (runner.md
 					// §15.1 step 6) and wait for every advertised tool.
-					missing, err := d.missingTools(ctx2, strings.TrimSuffix(u, protocol.EnvCardPath), &c)
+					missing, err := d.missingTools(ctx2, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
 					if err == nil && len(missing) == 0 {
 						return b, nil
 					}
@@ -482,9 +497,10 @@ func (d *Deployer) record(ctx context.Context, c registry.Collection, id string)
 
 // missingTools lists the tools the child cards advertise that the
 // gateway's /step list_tools does not expose yet.
-func (d *Deployer) missingTools(ctx context.Context, gateway string, c *protocol.EnvCard) ([]string, error) {
+func (d *Deployer) missingTools(ctx context.Context, gateway, controlToken string, c *protocol.EnvCard) ([]string, error) {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, gateway+"/step", strings.NewReader(`{"action":"list_tools"}`))
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+controlToken)
 	resp, err := d.httpClient().Do(req)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package gwclient
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/agentenv/agentenv/runner"
@@ -27,6 +28,7 @@ func ForEnv(rc *runner.RunContext, envID, envStepID string) (*Env, error) {
 		return nil, fmt.Errorf("env_id %q: the deployed env has no gateway_url", envID)
 	}
 	out := &Env{EnvID: envID, Entry: e, Gateway: New(gw, nil)}
+	out.Gateway.token = &tokenSource{get: func(ctx context.Context) string { return ControlToken(ctx, rc, e) }}
 	if list, ok := e["mcp_servers"].([]any); ok {
 		for _, s := range list {
 			if n, _ := s.(string); n != "" {

@@ -4,6 +4,9 @@
 // /svc/mcp-<name>. The env steps (load_artifact into envs,
 // modify_env_tool_access, sync_env_clock, register_env_triggers,
 // env_outcome_verifier, snapshot_env, reset_env, prompt_agent) share it.
+// A client for a deployed env (ForEnv, ForDeployed) sends the env's
+// gateway control token on every request: the runner deploys every gateway
+// with one, and agents never see it.
 package gwclient
 
 import (
@@ -30,6 +33,9 @@ const VerifierRole = "agentenv-runner"
 type Client struct {
 	base string
 	http *http.Client
+	// token, when set, resolves the gateway's control token, sent as
+	// "Authorization: Bearer" on every request (data plane included).
+	token *tokenSource
 }
 
 // New returns a client for the gateway at base; hc nil means a 60 s
@@ -70,6 +76,7 @@ func (c *Client) Do(ctx context.Context, method, path, role string, body, out an
 	if err != nil {
 		return err
 	}
+	c.authorize(req)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -137,7 +144,20 @@ func (c *Client) CallTool(ctx context.Context, role, tool string, args map[strin
 // Server is the data-plane client of backing server name, reached through
 // the gateway's proxy.
 func (c *Client) Server(name string) *envclient.Client {
-	return envclient.New(c.base+"/svc/mcp-"+name, &envclient.Options{HTTPClient: &http.Client{}})
+	return c.envClient(c.base + "/svc/mcp-" + name)
+}
+
+// Card is an env-protocol client of the gateway itself (its card and the
+// extension endpoints the card advertises, such as the clock's).
+func (c *Client) Card() *envclient.Client { return c.envClient(c.base) }
+
+// envClient is an envclient for base that sends the control token.
+func (c *Client) envClient(base string) *envclient.Client {
+	hc := &http.Client{}
+	if c.token != nil {
+		hc.Transport = authTransport{c}
+	}
+	return envclient.New(base, &envclient.Options{HTTPClient: hc})
 }
 
 // TriggerState is the part of GET /triggers/state the runner reads.

@@ -1,7 +1,6 @@
 package envdeploytest
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -169,7 +168,51 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		if err != nil || rec.MCPURL != inst.MCPURL {
 			t.Fatalf("GetInstance: %+v %v", rec, err)
 		}
-		c := mcpClient(t, ctx, inst.MCPURL)
+		// The gateway holds roles against forging agents: a fresh control
+		// token, role credentials required (docs/security.md).
+		if rec.ControlToken == "" || len(inst.ControlToken) != 64 {
+			t.Fatalf("no control token in the record")
+		}
+		authed := func(method, path, tok string, hs map[string]string, body string) (int, string) {
+			t.Helper()
+			req, err := http.NewRequestWithContext(ctx, method, inst.GatewayURL+path, strings.NewReader(body))
+			must(err)
+			req.Header.Set("Content-Type", "application/json")
+			if tok != "" {
+				req.Header.Set("Authorization", "Bearer "+tok)
+			}
+			for k, v := range hs {
+				req.Header.Set(k, v)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			must(err)
+			defer resp.Body.Close()
+			rb, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(rb)
+		}
+		agentTok := protocol.RoleToken(inst.ControlToken, "agent")
+		disable := `{"role":"agent","tools":["alpha_echo"]}`
+		if st, body := authed("POST", "/tools/disable", agentTok, nil, disable); st != 401 {
+			t.Fatalf("/tools/disable with a role credential: %d %s", st, body)
+		}
+		if st, body := authed("POST", "/tools/disable", inst.ControlToken, nil, disable); st != 200 {
+			t.Fatalf("/tools/disable with the control token: %d %s", st, body)
+		}
+		call := `{"action":"call_tool","tool_name":"alpha_echo","arguments":{"text":"x"}}`
+		for _, tc := range []struct {
+			tok    string
+			role   string
+			status int
+		}{{"", "admin", 401}, {agentTok, "admin", 403}, {protocol.RoleToken(inst.ControlToken, "admin"), "agent", 200}} {
+			if st, body := authed("POST", "/step", tc.tok, map[string]string{protocol.HeaderRole: tc.role}, call); st != tc.status {
+				t.Errorf("/step forged role %s with credential %v: %d %s; want %d", tc.role, tc.tok != "", st, body, tc.status)
+			}
+		}
+		if st, body := authed("POST", "/tools/enable", inst.ControlToken, nil, disable); st != 200 {
+			t.Fatalf("/tools/enable: %d %s", st, body)
+		}
+		defaultTok := protocol.RoleToken(inst.ControlToken, protocol.DefaultRole)
+		c := mcpClient(t, ctx, inst.MCPURL, defaultTok)
 		for _, name := range []string{"alpha", "beta"} {
 			req := mcp.CallToolRequest{}
 			req.Params.Name = name + "_echo"
@@ -185,12 +228,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		}
 		for _, name := range []string{"alpha", "beta"} {
 			body := `{"action":"call_tool","tool_name":"` + name + `_echo","arguments":{"text":"step ` + name + `"}}`
-			resp, err := http.Post(inst.GatewayURL+"/step", "application/json", strings.NewReader(body))
-			must(err)
-			rb, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != 200 || !bytes.Contains(rb, []byte(`step `+name)) {
-				t.Errorf("/step %s_echo: %d %s", name, resp.StatusCode, rb)
+			st, rb := authed("POST", "/step", defaultTok, nil, body)
+			if st != 200 || !strings.Contains(rb, `step `+name) {
+				t.Errorf("/step %s_echo: %d %s", name, st, rb)
 			}
 		}
 
@@ -207,7 +247,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 			t.Fatalf("agent env URLs %v, env internal %q", ai.EnvMCPURLs, inst.InternalMCPURL)
 		}
 		ac := &agentsdktest.Client{BaseURL: ai.APIURL}
-		if st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentMCPConfigPath, map[string]any{"url": envURL, "name": "env"}); err != nil || st != 200 {
+		if st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentMCPConfigPath, map[string]any{"url": envURL, "name": "env",
+			"headers": map[string]string{"Authorization": "Bearer " + defaultTok}}); err != nil || st != 200 {
 			t.Fatalf("mcp-config add: %d %s %v", st, body, err)
 		}
 		task, err := ac.Prompt(ctx, "c1", "please echo")
@@ -259,9 +300,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	})
 }
 
-func mcpClient(t *testing.T, ctx context.Context, u string) *client.Client {
+func mcpClient(t *testing.T, ctx context.Context, u, credential string) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(u)
+	tr, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + credential}))
 	if err != nil {
 		t.Fatal(err)
 	}

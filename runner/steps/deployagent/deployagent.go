@@ -24,6 +24,7 @@ import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/examplecatalog"
+	"github.com/agentenv/agentenv/runner/gwclient"
 )
 
 // Type is the step type name.
@@ -146,6 +147,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	type boundEnv struct {
 		id, instance, name string
+		controlToken       string // mints the agent's role credential
 	}
 	var envs []boundEnv
 	var instances []string
@@ -156,7 +158,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 		inst, _ := e["instance_id"].(string)
 		name, _ := e["environment_name"].(string)
-		envs = append(envs, boundEnv{id: id, instance: inst, name: name})
+		envs = append(envs, boundEnv{id: id, instance: inst, name: name, controlToken: gwclient.ControlToken(ctx, rc, e)})
 		instances = append(instances, inst)
 	}
 	spec := rc.UserOverride("agent_sandbox")
@@ -217,6 +219,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	sendName := acceptsName(card)
 	for _, e := range envs {
 		body := map[string]any{"url": ai.EnvMCPURLs[e.instance]}
+		if e.controlToken != "" {
+			// The agent's role credential: its role holds even if it
+			// forges AgentEnv-Role (docs/security.md).
+			body["headers"] = map[string]string{"Authorization": "Bearer " + protocol.RoleToken(e.controlToken, protocol.GatewayRole(c.Role))}
+		}
 		if sendName && e.name != "" {
 			body["name"] = e.name
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/examplecatalog"
+	"github.com/agentenv/agentenv/runner/gwclient"
 )
 
 // Type is the step type name.
@@ -154,6 +155,8 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		// Ours: the backing servers' environment names (data plane at
 		// /svc/mcp-<name>) and the URL agents in the env's group use.
 		"mcp_servers": inst.MCPServers, "internal_mcp_url": inst.InternalMCPURL,
+		// A secret, kept out of the persisted and printed context.
+		gwclient.KeyControlToken: inst.ControlToken,
 	}
 	if parsed.Name != "" {
 		entry["environment_name"] = parsed.Name

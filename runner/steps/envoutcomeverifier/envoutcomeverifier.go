@@ -135,7 +135,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	if c.FileArtifactID != "" {
 		mcpURL, _ := env.Entry["mcp_url"].(string)
-		rows, err := c.runProgram(ctx, rc, mcpURL)
+		var auth string
+		if tok := gwclient.ControlToken(ctx, rc, env.Entry); tok != "" {
+			auth = "Bearer " + protocol.RoleToken(tok, gwclient.VerifierRole)
+		}
+		rows, err := c.runProgram(ctx, rc, mcpURL, auth)
 		if err != nil {
 			return err
 		}

@@ -24,7 +24,9 @@ const programTimeout = 600 * time.Second
 // python3, with the env's MCP URL as its argument and in
 // AGENTENV_MCP_URL. Its stdout is a JSON list of rows; "result" may be a
 // bool or "passed"/"failed".
-func (c *Config) runProgram(ctx context.Context, rc *runner.RunContext, mcpURL string) ([]runner.Row, error) {
+// auth, when set, is the Authorization value of the runner's verifier role
+// on the gateway; it goes in the environment (argv is visible to ps).
+func (c *Config) runProgram(ctx context.Context, rc *runner.RunContext, mcpURL, auth string) ([]runner.Row, error) {
 	arts, err := rc.Services().ArtifactStore()
 	if err != nil {
 		return nil, err
@@ -62,6 +64,9 @@ func (c *Config) runProgram(ctx context.Context, rc *runner.RunContext, mcpURL s
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "AGENTENV_MCP_URL="+mcpURL)
+	if auth != "" {
+		cmd.Env = append(cmd.Env, "AGENTENV_MCP_AUTHORIZATION="+auth)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

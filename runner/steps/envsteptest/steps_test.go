@@ -189,7 +189,8 @@ func TestOutcomeProgramAndClockErrors(t *testing.T) {
 		}
 	}
 	put("good-verifier", "#!/bin/sh\ncase \"$1\" in http://*/mcp) r=passed;; *) r=failed;; esac\n"+
-		"[ \"$1\" = \"$AGENTENV_MCP_URL\" ] || r=failed\nprintf '[{\"criterion\":\"got the MCP url\",\"result\":\"%s\",\"score\":1}]\\n' \"$r\"\n")
+		"[ \"$1\" = \"$AGENTENV_MCP_URL\" ] || r=failed\n"+
+		"case \"$AGENTENV_MCP_AUTHORIZATION\" in \"Bearer aer1.\"*) ;; *) r=failed;; esac\nprintf '[{\"criterion\":\"got the MCP url\",\"result\":\"%s\",\"score\":1}]\\n' \"$r\"\n")
 	put("crashing-verifier", "#!/bin/sh\necho boom >&2\nexit 3\n")
 	put("chatty-verifier", "#!/bin/sh\necho not json\n")
 	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},

@@ -464,7 +464,7 @@ func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, ent
 		if e.GatewayURL == "" {
 			continue
 		}
-		gw := gwclient.New(e.GatewayURL, &http.Client{Timeout: 10 * time.Second})
+		gw := gwclient.ForDeployed(rc, e, &http.Client{Timeout: 10 * time.Second})
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			st, err := gw.TriggersState(ctx)
@@ -508,7 +508,7 @@ func decide(ctx context.Context, rc *runner.RunContext, user *a2aclient.Client, 
 		if e.GatewayURL == "" {
 			continue
 		}
-		st, err := gwclient.New(e.GatewayURL, &http.Client{Timeout: 10 * time.Second}).TriggersState(ctx)
+		st, err := gwclient.ForDeployed(rc, e, &http.Client{Timeout: 10 * time.Second}).TriggersState(ctx)
 		if err != nil {
 			return "", false, false, fmt.Errorf("env %s trigger state: %w", e.EnvID, err)
 		}

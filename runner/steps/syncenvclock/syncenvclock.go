@@ -85,7 +85,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if c.VirtualSecondsPerRealSecond != nil {
 		rate = *c.VirtualSecondsPerRealSecond
 	}
-	gw := envclient.New(env.Gateway.Base(), nil)
+	gw := env.Gateway.Card()
 	armed, err := gw.InvokeExtension(ctx, &card, protocol.URIClock,
 		map[string]any{"virtual_time": c.VirtualTime, "virtual_seconds_per_real_second": rate}, "set_time")
 	if err != nil {
