@@ -73,6 +73,19 @@ func (s *Set) Resolve(ctx context.Context, v string) (string, error) {
 	return registry.Resolve(ctx, v, s.Secrets, nil)
 }
 
+// CollectOrphanObjects removes the artifact objects of crashed puts that
+// no document of this set (the configured store and the @local one)
+// points at, once older than artifact.DefaultOrphanAge; see
+// artifact.Store.CollectOrphans. Another configuration sharing this object
+// store with other document stores must not run it.
+func (s *Set) CollectOrphanObjects(ctx context.Context, dryRun bool) (artifact.CollectResult, error) {
+	o := &artifact.CollectOptions{DryRun: dryRun}
+	if s.Local != s.Documents {
+		o.Also = []registry.DocumentStore{s.Local}
+	}
+	return s.artifacts.CollectOrphans(ctx, o)
+}
+
 // LocksDir is <state root>/locks (per-id file locks of bundle runs).
 func (s *Set) LocksDir() string { return filepath.Join(s.StateRoot, "locks") }
 
