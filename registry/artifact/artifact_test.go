@@ -242,7 +242,7 @@ func TestEnvironmentArtifacts(t *testing.T) {
 func TestDockerImage(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
-	images := localimage.New(e.objs, nil)
+	images := localimage.New(nil)
 	tar := bytes.Repeat([]byte{0x1f, 0x8b, 1, 2}, 256)
 	di, err := e.arts.PutDockerImage(ctx, "items__env_image", artifact.DockerImageInput{Tarball: bytes.NewReader(tar), BuildContext: strings.NewReader("ctx"), Platform: "linux/amd64"}, images)
 	if err != nil {

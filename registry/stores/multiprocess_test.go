@@ -23,6 +23,7 @@ import (
 const (
 	putterRootEnv   = "AGENTENV_STORES_PUTTER_ROOT"
 	putterWriterEnv = "AGENTENV_STORES_PUTTER_WRITER"
+	putterIDRootEnv = "AGENTENV_STORES_PUTTER_ID_ROOT"
 )
 
 // writerBytes is what writer i puts: the same size for every writer, so
@@ -33,8 +34,9 @@ func writerBytes(i int) []byte {
 
 // TestHelperArtifactPutter is the child of TestMultiProcessArtifactPuts:
 // it opens the default stores of the state root it is given, says READY,
-// waits for its stdin to close (the start signal shared by all children)
-// and puts one version of file artifact "shared".
+// waits for its stdin to close (the start signal shared by all children),
+// asks for the store id of a second, fresh state root (all children race
+// to create it) and puts one version of file artifact "shared".
 func TestHelperArtifactPutter(t *testing.T) {
 	root := os.Getenv(putterRootEnv)
 	if root == "" {
@@ -49,6 +51,11 @@ func TestHelperArtifactPutter(t *testing.T) {
 	defer set.Close()
 	fmt.Println("READY")
 	_, _ = io.Copy(io.Discard, os.Stdin)
+	id, err := registry.StoreID(os.Getenv(putterIDRootEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Printf("STOREID %s\n", id)
 	f, err := set.ArtifactsFor("shared").PutFile(ctx, "shared", artifact.FileInput{Filename: "f.txt",
 		Body: bytes.NewReader(writerBytes(i)), Description: strconv.Itoa(i)})
 	if err != nil {
@@ -66,7 +73,7 @@ func TestMultiProcessArtifactPuts(t *testing.T) {
 		t.Skip("starts 50 processes")
 	}
 	const n = 50
-	root := t.TempDir()
+	root, idRoot := t.TempDir(), t.TempDir()
 	ctx := context.Background()
 	set, err := stores.Open(ctx, nil, &stores.Options{StateRoot: root}) // schema first
 	if err != nil {
@@ -91,7 +98,7 @@ func TestMultiProcessArtifactPuts(t *testing.T) {
 	})
 	for i := range children {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperArtifactPutter$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), putterRootEnv+"="+root, putterWriterEnv+"="+strconv.Itoa(i))
+		cmd.Env = append(os.Environ(), putterRootEnv+"="+root, putterWriterEnv+"="+strconv.Itoa(i), putterIDRootEnv+"="+idRoot)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -146,6 +153,16 @@ func TestMultiProcessArtifactPuts(t *testing.T) {
 	}
 	if failed > 0 {
 		t.Errorf("%d of %d writers failed", failed, n)
+	}
+	// All children raced to create idRoot's store id: one won, all saw it.
+	want, err := registry.StoreID(idRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range children {
+		if !strings.Contains(c.rest.String(), "STOREID "+want+"\n") {
+			t.Errorf("writer %d did not see store id %s:\n%s", i, want, c.rest.String())
+		}
 	}
 
 	arts := set.ArtifactsFor("shared")
