@@ -25,7 +25,7 @@ type CollectOptions struct {
 // CollectResult is what CollectOrphans found.
 type CollectResult struct {
 	Removed []string // object keys removed (or, with DryRun, to remove)
-	Kept    int      // upload objects still too young to judge
+	Young   int      // upload objects younger than OrphanAge: not judged
 }
 
 // CollectOrphans removes the objects of uploads that no artifact document
@@ -61,7 +61,7 @@ func (s *Store) CollectOrphans(ctx context.Context, o *CollectOptions) (CollectR
 		case started.Before(cutoff):
 			candidates = append(candidates, o.Key)
 		default:
-			res.Kept++
+			res.Young++
 		}
 	}
 	if len(candidates) == 0 {
