@@ -2,7 +2,7 @@ package registry
 
 // ImageStore names container images.
 //
-// Refs follow runner.md §10.5 plus the store id:
+// Refs are the reference's form plus the store id:
 // <host>/<prefix/>repository:v<N>-<store id>, e.g.
 // "localhost:5000/items__env_image:v1-3f2a9c1e0b4d5e6f". Versions are
 // numbered per store, so the id keeps two stores that share a container

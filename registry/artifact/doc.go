@@ -1,6 +1,6 @@
-// Package artifact stores the artifact types of runner.md §11 that phase 1
-// needs: file, file_artifact_universe, environment, environment_universe
-// and docker_image. Each artifact is a versioned document in the
+// Package artifact stores the artifact types phase 1 needs: file,
+// file_artifact_universe, environment, environment_universe and
+// docker_image. Each artifact is a versioned document in the
 // "artifacts" collection; its bytes live in the object store. A universe
 // pins the exact versions of what it bundles, so it means the same thing
 // forever.

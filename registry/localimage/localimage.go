@@ -1,8 +1,8 @@
 // Package localimage is the local ImageStore: it names images
 // <host>/<prefix/>repository:v<N>-<store id> (default host localhost:5000,
 // anonymous). The tarballs are the docker_image artifacts' (registry/artifact);
-// the local Docker sandbox loads them when the engine lacks the image
-// (runner.md §10.5). Nothing is pulled, ever.
+// the local Docker sandbox loads them when the engine lacks the image.
+// Nothing is pulled, ever.
 //
 //	images := localimage.New(&localimage.Options{StoreID: set.StoreID()})
 //	ref, _ := images.Ref("items__env_image", 1) // "localhost:5000/items__env_image:v1-3f2a9c1e0b4d5e6f"
