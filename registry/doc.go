@@ -10,7 +10,7 @@
 //	registry/postgres    DocumentStore on PostgreSQL              [stores.document] impl="postgres"
 //	registry/memory      DocumentStore in memory                  tests, dry runs
 //	registry/fsobject    ObjectStore on a local directory          the default
-//	registry/localimage  ImageStore: refs <host>/<repo>:v<N>, tarballs in the object store
+//	registry/localimage  ImageStore: refs <host>/<repo>:v<N>-<store id>
 //	registry/envsecret   SecretStore: process environment + optional file
 //	registry/ociregistry an in-process OCI registry (agent-env registry serve)
 //	registry/artifact    typed artifacts (file, universes, docker_image) over the stores

@@ -22,6 +22,9 @@ var (
 	ErrUnavailable = errors.New("store unavailable")
 	// ErrUnresolved: an env:/secret: reference has no value and no default.
 	ErrUnresolved = errors.New("unresolved reference")
+	// ErrCorrupt: stored bytes do not match the digest their document
+	// records. Never retried, never served.
+	ErrCorrupt = errors.New("stored bytes do not match their digest")
 )
 
 // NotFoundError names what was looked up. It matches ErrNotFound.

@@ -1,17 +1,15 @@
 package registry
 
-import (
-	"context"
-	"io"
-)
-
-// ImageStore names container images and keeps their tarballs.
+// ImageStore names container images.
 //
-// Refs follow runner.md §10.5: <host>/<prefix/>repository:v<N>, e.g.
-// "localhost:5000/items__env_image:v1". The tarball (docker save format,
-// gzipped) lives in the object store at
-// artifacts/docker_image/<id-segment>/<N>/image.tar.gz; it is what the local
-// Docker sandbox loads when the engine lacks the image.
+// Refs are the reference's form plus the store id:
+// <host>/<prefix/>repository:v<N>-<store id>, e.g.
+// "localhost:5000/items__env_image:v1-3f2a9c1e0b4d5e6f". Versions are
+// numbered per store, so the id keeps two stores that share a container
+// engine from tagging different images alike. The image's tarball (docker
+// save format, gzipped) is kept by its docker_image artifact
+// (registry/artifact); it is what the local Docker sandbox loads when the
+// engine lacks the image.
 type ImageStore interface {
 	// Ref returns the reference of version n of repository; repository must
 	// be a valid OCI name (see RepositoryName) and version >= 1.
@@ -20,10 +18,11 @@ type ImageStore interface {
 	Owns(ref string) bool
 	// Host is the registry host ("localhost:5000").
 	Host() string
-	// PutTarball stores an image tarball for (repository, version); write-once.
-	PutTarball(ctx context.Context, repository string, version int, r io.Reader) (ObjectInfo, error)
-	// OpenTarball opens it; ErrNotFound when absent.
-	OpenTarball(ctx context.Context, repository string, version int) (io.ReadCloser, ObjectInfo, error)
+	// StoreID is the id of the store the images belong to (see StoreID):
+	// part of every ref, and the StoreLabel value of every image built
+	// for the store. "" = none (refs are the plain v<N> form, and no image
+	// is ever removed as this store's).
+	StoreID() string
 }
 
 // Image artifact ids (runner.md §10.5).

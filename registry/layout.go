@@ -54,8 +54,11 @@ func slug(s string, max int) string {
 	return out
 }
 
-// ArtifactKey is "<prefix/>artifacts/<type>/<id-segment>/<version>/<name>".
-// name may contain '/' (universe members).
+// ArtifactKey is "<prefix/>artifacts/<type>/<id-segment>/<version>/<name>",
+// the layout older builds wrote artifact bytes under; documents still point
+// at such objects and they still read. New bytes go under a per-put upload
+// key (registry/artifact), because a key carrying the version is shared by
+// every writer that races for that version. name may contain '/'.
 func ArtifactKey(prefix, artifactType, id string, version int, name string) string {
 	k := "artifacts/" + artifactType + "/" + IDSegment(id) + "/" + strconv.Itoa(version) + "/" + name
 	if prefix = strings.Trim(prefix, "/"); prefix != "" {

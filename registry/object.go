@@ -40,6 +40,10 @@ type ObjectStore interface {
 	Open(ctx context.Context, key string) (io.ReadCloser, ObjectInfo, error)
 	Stat(ctx context.Context, key string) (ObjectInfo, error)
 	Exists(ctx context.Context, key string) (bool, error)
+	// Delete removes an object; a missing one is *NotFoundError. It is for
+	// collecting garbage (orphan artifact objects): nothing that a document
+	// may point at is ever deleted.
+	Delete(ctx context.Context, key string) error
 	// List returns the objects whose key starts with prefix, sorted by key.
 	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 	// URL is the object URL of key (whether or not it exists).

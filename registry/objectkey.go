@@ -120,23 +120,30 @@ func DownloadToFile(ctx context.Context, s ObjectStore, key, path string) error 
 		return err
 	}
 	defer rc.Close()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("download %s: %w", key, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".download-*")
-	if err != nil {
-		return fmt.Errorf("download %s: %w", key, err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, rc); err != nil {
-		tmp.Close()
-		return fmt.Errorf("download %s: %w", key, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("download %s: %w", key, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := WriteFileAtomic(path, rc); err != nil {
 		return fmt.Errorf("download %s: %w", key, err)
 	}
 	return nil
+}
+
+// WriteFileAtomic copies r to path, creating parent directories. The file
+// appears whole or not at all (temp file + rename): when r fails, even on
+// its last read, path is left as it was.
+func WriteFileAtomic(path string, r io.Reader) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".download-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := io.Copy(tmp, r); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -50,7 +50,7 @@ func benchFixture(b *testing.B) (*runner.Runner, *runner.Services) {
 		b.Fatal(err)
 	}
 	arts := artifact.New(docs, objs, nil)
-	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(objs, nil)}
+	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(nil)}
 	put := &envdeploy.Putter{Stores: st, TempDir: b.TempDir()}
 	if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, envdeploy.ImageInput{Binary: bins.Gateway}); err != nil {
 		b.Fatal(err)

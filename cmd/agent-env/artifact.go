@@ -27,7 +27,42 @@ func newArtifactCmd(d *deps) *cobra.Command {
 	env.AddCommand(newArtifactEnvironmentPutCmd(d))
 	universe := &cobra.Command{Use: "environment-universe", Short: "Environment universes: a set of environment artifacts, one per environment_name"}
 	universe.AddCommand(newArtifactUniversePutCmd(d), newEnvUniverseGetCmd(d))
-	cmd.AddCommand(file, newFileUniverseCmd(d), env, universe, newArtifactGetCmd(d))
+	cmd.AddCommand(file, newFileUniverseCmd(d), env, universe, newArtifactGetCmd(d), newArtifactGCCmd(d))
+	return cmd
+}
+
+func newArtifactGCCmd(d *deps) *cobra.Command {
+	var dryRun, asJSON bool
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove the bytes of artifact puts that crashed before publishing",
+		Long: "A put writes its bytes, then publishes them as a version. A put that crashed in between\n" +
+			"leaves bytes no version points at; gc removes those once they are older than " + artifact.DefaultOrphanAge.String() + ".\n" +
+			"Bytes any version points at, younger bytes and objects of older builds are never touched.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
+				res, err := st.CollectOrphanObjects(ctx, dryRun)
+				if err != nil {
+					return err
+				}
+				if asJSON {
+					return printJSON(d, map[string]any{"removed": res.Removed, "dry_run": dryRun, "younger_than_threshold": res.Young})
+				}
+				verb := "Removed"
+				if dryRun {
+					verb = "Would remove"
+				}
+				for _, k := range res.Removed {
+					fmt.Fprintf(d.stdout, "%s %s\n", verb, k)
+				}
+				fmt.Fprintf(d.stdout, "%s %d orphan object(s); %d object(s) younger than %s not judged\n", verb, len(res.Removed), res.Young, artifact.DefaultOrphanAge)
+				return nil
+			})
+		},
+	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	return cmd
 }
 

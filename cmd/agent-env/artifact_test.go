@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -118,5 +119,51 @@ func TestArtifactEnvironment(t *testing.T) {
 	}
 	if code, _, _ := c.run("artifact", "get", "--id", "bad"); code != 1 {
 		t.Error("a refused universe was stored")
+	}
+}
+
+// `artifact file get` refuses bytes that are not the ones the version
+// records (one error line naming both digests, no file written), and
+// `artifact gc` removes only an old unpublished upload.
+func TestArtifactCorruptBytesAndGC(t *testing.T) {
+	c := newCLI(t)
+	dir := t.TempDir()
+	f := writeFile(t, filepath.Join(dir, "notes.txt"), "right\n")
+	code, out, _ := c.run("artifact", "file", "put", f, "--id", "notes", "--json")
+	var doc struct {
+		S3URL  string `json:"s3_url"`
+		SHA256 string `json:"sha256"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil {
+		t.Fatalf("put: exit %d\n%s", code, out)
+	}
+	objPath := strings.TrimPrefix(doc.S3URL, "file://")
+	writeFile(t, objPath, "wrong\n")
+	outDir := filepath.Join(dir, "out")
+	code, _, stderr := c.run("artifact", "file", "get", "--id", "notes", "--output-dir", outDir)
+	if code != 1 || !strings.Contains(stderr, "artifact notes:1") || !strings.Contains(stderr, doc.SHA256) ||
+		strings.Count(stderr, "\n") != 1 {
+		t.Fatalf("get of corrupt bytes: exit %d\n%s", code, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(outDir, "notes.txt")); err == nil {
+		t.Fatal("corrupt bytes were written out")
+	}
+
+	objects := filepath.Join(c.stateRoot, "agent-env", "object_store")
+	orphan := filepath.Join(objects, "artifacts", "file", "notes", "put-20200101T000000Z-0123456789abcdef", "notes.txt")
+	writeFile(t, orphan, "crashed put")
+	code, out, _ = c.run("artifact", "gc", "--dry-run")
+	if code != 0 || !strings.Contains(out, "Would remove artifacts/file/notes/put-20200101T000000Z-0123456789abcdef/notes.txt") {
+		t.Fatalf("gc --dry-run: exit %d\n%s", code, out)
+	}
+	code, out, _ = c.run("artifact", "gc")
+	if code != 0 || !strings.Contains(out, "Removed 1 orphan object(s)") {
+		t.Fatalf("gc: exit %d\n%s", code, out)
+	}
+	if _, err := os.Stat(orphan); err == nil {
+		t.Fatal("the orphan survived gc")
+	}
+	if _, err := os.Stat(objPath); err != nil {
+		t.Fatalf("gc removed a published object: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
@@ -157,8 +158,8 @@ func TestEnvCLIDeployKilledThenPruned(t *testing.T) {
 	owner := "pid:" + strconv.Itoa(cmd.Process.Pid)
 	t.Cleanup(func() {
 		_, _ = p.Prune(context.Background(), func(l map[string]string) bool { return l[envdeploy.LabelOwner] == owner })
-		for _, ref := range []string{"localhost:5000/stuck__env_image:v1", "localhost:5000/echo__env_image:v1"} {
-			_ = p.RemoveImage(context.Background(), ref)
+		for _, repo := range []string{"stuck__env_image", "echo__env_image"} {
+			_ = p.RemoveImage(context.Background(), c.imageRef(repo))
 		}
 	})
 	deadline := time.Now().Add(120 * time.Second)
@@ -229,12 +230,21 @@ func TestRunEchoMCP(t *testing.T) {
 }
 
 // removeEngineImages drops the images the test's fresh state registered
-// (localhost:5000/echo__env_image:v1, default__env_image:v1), which only
-// this test's store knows about.
+// (echo__env_image and default__env_image version 1, tagged with the
+// store id), which only this test's store knows about.
 func removeEngineImages(t *testing.T, p *docker.Provider, c *cli) {
-	for _, ref := range []string{"localhost:5000/echo__env_image:v1", "localhost:5000/default__env_image:v1"} {
-		_ = p.RemoveImage(context.Background(), ref)
+	for _, repo := range []string{"echo__env_image", "default__env_image"} {
+		_ = p.RemoveImage(context.Background(), c.imageRef(repo))
 	}
+}
+
+// imageRef is the tag the test's store gives version 1 of repository.
+func (c *cli) imageRef(repository string) string {
+	id, err := registry.StoreID(filepath.Join(c.stateRoot, "agent-env"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return "localhost:5000/" + repository + ":v1-" + id
 }
 
 func TestRunEchoMCPNoEngine(t *testing.T) {

@@ -1,17 +1,35 @@
-// Package artifact stores the artifact types of runner.md §11 that phase 1
-// needs: file, file_artifact_universe, environment, environment_universe
-// and docker_image. Each artifact is a versioned document in the
-// "artifacts" collection; its bytes live in the object store under
-// artifacts/<type>/<id-segment>/<version>/<name>. A universe pins the exact
-// versions of what it bundles, so it means the same thing forever.
+// Package artifact stores the artifact types phase 1 needs: file,
+// file_artifact_universe, environment, environment_universe and
+// docker_image. Each artifact is a versioned document in the
+// "artifacts" collection; its bytes live in the object store. A universe
+// pins the exact versions of what it bundles, so it means the same thing
+// forever.
 //
-// Writing an artifact is bytes first, document second: the object keys
-// carry the version, so the store picks version latest+1, writes the
-// objects write-once, then puts the document expecting exactly that
-// version. A concurrent writer in this process waits on a per-id lock; one
-// in another process makes the put fail with a conflict and the store
-// retries with the next version (3 attempts, as the reference). No
-// document ever points at missing bytes.
+// Writing an artifact is bytes first, document second. Each put writes its
+// bytes once, write-once, under a key of its own upload:
+//
+//	<prefix/>artifacts/<type>/<id-segment>/put-<UTC start>-<16 hex>/<name>
+//
+// and then publishes them by putting the document at the version it
+// expects next. The document store's (id, version) uniqueness is the
+// compare-and-swap: on a conflict another writer published that version,
+// so the put goes again at the next one with the same bytes, for as long
+// as it takes (a conflict always means progress). Writers in other
+// processes therefore never share a key, all succeed, and no document
+// points at another writer's bytes. Writers in this process also queue on
+// a per-id lock.
+//
+// Every read checks the bytes against the sha256 and size the document
+// records (file artifacts, bundles, image tarballs and build contexts): a
+// mismatch is a *CorruptError (registry.ErrCorrupt) naming the artifact,
+// version and both digests, never silently wrong bytes. Documents written
+// by older builds point at artifacts/<type>/<id-segment>/<version>/<name>;
+// they read as before (verified when they carry a digest).
+//
+// A put that fails removes its own objects. A put that crashed leaves an
+// upload nobody published; CollectOrphans removes such uploads once they
+// are older than OrphanAge (a put never publishes an upload older than
+// half of it, so collection cannot race a writer).
 //
 //	arts := artifact.New(docs, objects, nil)
 //	f, err := arts.PutFile(ctx, "greeting-text", artifact.FileInput{Filename: "hello.txt", Body: r})

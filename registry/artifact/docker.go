@@ -2,7 +2,6 @@ package artifact
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/agentenv/agentenv/registry"
@@ -22,9 +21,8 @@ type DockerImageInput struct {
 }
 
 // PutDockerImage stores a new version of docker_image artifact id: the
-// tarball at artifacts/docker_image/<id>/<v>/image.tar.gz (the key
-// ImageStore.OpenTarball reads) and the build context beside it. images may
-// be nil when in.ImageName is set.
+// tarball (image.tar.gz) and the build context beside it, under the put's
+// own upload. images may be nil when in.ImageName is set.
 func (s *Store) PutDockerImage(ctx context.Context, id string, in DockerImageInput, images registry.ImageStore) (*DockerImage, error) {
 	if in.ImageName == "" && images == nil {
 		return nil, &registry.InvalidError{Field: "image_name", Reason: "required when no image store names it"}
@@ -40,27 +38,27 @@ func (s *Store) PutDockerImage(ctx context.Context, id string, in DockerImageInp
 		if p.r == nil {
 			continue
 		}
-		open, _, _, cleanup, err := spool(p.r)
+		open, dg, cleanup, err := spool(p.r)
 		if err != nil {
 			return nil, err
 		}
 		defer cleanup()
-		payloads = append(payloads, payload{name: p.name, contentType: "application/gzip", open: open})
+		payloads = append(payloads, payload{name: p.name, contentType: "application/gzip", open: open, digest: dg})
 	}
-	var refErr error
-	d, err := s.put(ctx, TypeDockerImage, id, payloads, func(v int, urls map[string]string) any {
+	d, err := s.put(ctx, TypeDockerImage, id, payloads, func(v int, objs map[string]stored) (any, error) {
 		name := in.ImageName
 		if name == "" {
-			name, refErr = images.Ref(id, v)
+			var err error
+			if name, err = images.Ref(id, v); err != nil {
+				return nil, err
+			}
 		}
+		tar, bc := objs["image.tar.gz"], objs["build-context.tar.gz"]
 		return DockerImage{Header: Header{Type: TypeDockerImage, Description: in.Description}, ImageName: name,
-			TarGzObjectURL: urls["image.tar.gz"], TarGzS3URL: urls["image.tar.gz"],
-			BuildContextObjectURL: urls["build-context.tar.gz"], BuildContextS3URL: urls["build-context.tar.gz"],
-			DockerfilePath: in.DockerfilePath, Platform: in.Platform, SourceDigest: in.SourceDigest}
+			TarGzObjectURL: tar.url, TarGzS3URL: tar.url, TarGzSHA256: tar.SHA256, TarGzSize: tar.Size,
+			BuildContextObjectURL: bc.url, BuildContextS3URL: bc.url, BuildContextSHA256: bc.SHA256, BuildContextSize: bc.Size,
+			DockerfilePath: in.DockerfilePath, Platform: in.Platform, SourceDigest: in.SourceDigest}, nil
 	})
-	if refErr != nil {
-		return nil, fmt.Errorf("docker image %s: %w", id, refErr)
-	}
 	if err != nil {
 		return nil, err
 	}
@@ -79,6 +77,7 @@ func (s *Store) GetDockerImage(ctx context.Context, ref registry.Ref) (*DockerIm
 
 // OpenImageTarball opens the tarball of a docker_image artifact;
 // ErrNotFound when the artifact has none (registered with --image-ref).
+// The bytes are checked against the recorded digest as OpenFile's are.
 func (s *Store) OpenImageTarball(ctx context.Context, ref registry.Ref) (io.ReadCloser, *DockerImage, error) {
 	di, err := s.GetDockerImage(ctx, ref)
 	if err != nil {
@@ -91,9 +90,9 @@ func (s *Store) OpenImageTarball(ctx context.Context, ref registry.Ref) (io.Read
 	if u == "" {
 		return nil, di, &registry.NotFoundError{Kind: "image tarball of artifact", ID: di.Ref().String(), Version: -1}
 	}
-	rc, _, err := registry.OpenURL(ctx, s.objects, u)
+	rc, err := s.open(ctx, di.Ref(), "image.tar.gz", u, digest{SHA256: di.TarGzSHA256, Size: di.TarGzSize})
 	if err != nil {
-		return nil, di, fmt.Errorf("docker image %s: %w", di.Ref(), err)
+		return nil, di, err
 	}
 	return rc, di, nil
 }

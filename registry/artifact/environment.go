@@ -31,9 +31,9 @@ func (s *Store) PutEnvironment(ctx context.Context, id string, in EnvironmentInp
 	if err != nil {
 		return nil, err
 	}
-	d, err := s.put(ctx, TypeEnvironment, id, nil, func(int, map[string]string) any {
+	d, err := s.put(ctx, TypeEnvironment, id, nil, func(int, map[string]stored) (any, error) {
 		return Environment{Header: Header{Type: TypeEnvironment, Description: in.Description},
-			EnvironmentName: in.EnvironmentName, ServiceName: in.EnvironmentName, FileArtifactRef: f.Ref()}
+			EnvironmentName: in.EnvironmentName, ServiceName: in.EnvironmentName, FileArtifactRef: f.Ref()}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func (s *Store) PutEnvironmentUniverse(ctx context.Context, id string, envs []re
 		}
 		meta[name] = d.Ref()
 	}
-	d, err := s.put(ctx, TypeEnvironmentUniverse, id, nil, func(int, map[string]string) any {
+	d, err := s.put(ctx, TypeEnvironmentUniverse, id, nil, func(int, map[string]stored) (any, error) {
 		return EnvironmentUniverse{Header: Header{Type: TypeEnvironmentUniverse, Description: description},
-			EnvironmentArtifactRefs: pinned, ServiceArtifactRefs: pinned, MetadataRefs: meta}
+			EnvironmentArtifactRefs: pinned, ServiceArtifactRefs: pinned, MetadataRefs: meta}, nil
 	})
 	if err != nil {
 		return nil, err

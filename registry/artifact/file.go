@@ -28,7 +28,7 @@ func (s *Store) PutFile(ctx context.Context, id string, in FileInput) (*File, er
 	if err := checkName(in.Filename); err != nil {
 		return nil, err
 	}
-	open, size, sum, cleanup, err := spool(in.Body)
+	open, dg, cleanup, err := spool(in.Body)
 	if err != nil {
 		return nil, err
 	}
@@ -39,10 +39,10 @@ func (s *Store) PutFile(ctx context.Context, id string, in FileInput) (*File, er
 			ct = "application/octet-stream"
 		}
 	}
-	d, err := s.put(ctx, TypeFile, id, []payload{{name: in.Filename, contentType: ct, open: open}},
-		func(v int, urls map[string]string) any {
+	d, err := s.put(ctx, TypeFile, id, []payload{{name: in.Filename, contentType: ct, open: open, digest: dg}},
+		func(_ int, objs map[string]stored) (any, error) {
 			return File{Header: Header{Type: TypeFile, Description: in.Description}, Filename: in.Filename,
-				ContentType: ct, S3URL: urls[in.Filename], Size: size, SHA256: sum}
+				ContentType: ct, S3URL: objs[in.Filename].url, Size: dg.Size, SHA256: dg.SHA256}, nil
 		})
 	if err != nil {
 		return nil, err
@@ -73,17 +73,24 @@ func (s *Store) GetFile(ctx context.Context, ref registry.Ref) (*File, error) {
 	return &f, nil
 }
 
-// OpenFile opens the bytes of a file artifact.
+// OpenFile opens the bytes of a file artifact. They are checked against
+// the recorded sha256 and size: a mismatch is a *CorruptError
+// (registry.ErrCorrupt), from OpenFile or from the read that ends the
+// bytes.
 func (s *Store) OpenFile(ctx context.Context, ref registry.Ref) (io.ReadCloser, *File, error) {
 	f, err := s.GetFile(ctx, ref)
 	if err != nil {
 		return nil, nil, err
 	}
-	rc, _, err := registry.OpenURL(ctx, s.objects, f.S3URL)
+	rc, err := s.openFile(ctx, f)
 	if err != nil {
-		return nil, nil, fmt.Errorf("file artifact %s: bytes: %w", f.Ref(), err)
+		return nil, nil, err
 	}
 	return rc, f, nil
+}
+
+func (s *Store) openFile(ctx context.Context, f *File) (io.ReadCloser, error) {
+	return s.open(ctx, f.Ref(), f.Filename, f.S3URL, digest{SHA256: f.SHA256, Size: f.Size})
 }
 
 // WriteFile writes a file artifact's bytes to dir/<filename>.
@@ -95,16 +102,19 @@ func (s *Store) WriteFile(ctx context.Context, ref registry.Ref, dir string) (st
 	return s.writeMember(ctx, f, f.Filename, dir)
 }
 
+// writeMember writes f's bytes to dir/name; the file appears only when
+// the bytes match the recorded digest.
 func (s *Store) writeMember(ctx context.Context, f *File, name, dir string) (string, error) {
 	if err := checkName(name); err != nil {
 		return "", err
 	}
-	key, err := s.objects.KeyOf(f.S3URL)
+	rc, err := s.openFile(ctx, f)
 	if err != nil {
-		return "", fmt.Errorf("file artifact %s: %w", f.Ref(), err)
+		return "", err
 	}
+	defer rc.Close()
 	dst := filepath.Join(dir, filepath.FromSlash(name))
-	if err := registry.DownloadToFile(ctx, s.objects, key, dst); err != nil {
+	if err := registry.WriteFileAtomic(dst, rc); err != nil {
 		return "", fmt.Errorf("file artifact %s: %w", f.Ref(), err)
 	}
 	return dst, nil
@@ -148,16 +158,17 @@ func (s *Store) PutUniverse(ctx context.Context, id string, members map[string]r
 	}
 	var payloads []payload
 	if opt.Bundle {
-		open, cleanup, err := s.bundle(ctx, files)
+		open, dg, cleanup, err := s.bundle(ctx, files)
 		if err != nil {
 			return nil, fmt.Errorf("universe %s bundle: %w", id, err)
 		}
 		defer cleanup()
-		payloads = append(payloads, payload{name: "bundle.tar.gz", contentType: "application/gzip", open: open})
+		payloads = append(payloads, payload{name: "bundle.tar.gz", contentType: "application/gzip", open: open, digest: dg})
 	}
-	d, err := s.put(ctx, TypeFileArtifactUniverse, id, payloads, func(_ int, urls map[string]string) any {
+	d, err := s.put(ctx, TypeFileArtifactUniverse, id, payloads, func(_ int, objs map[string]stored) (any, error) {
+		b := objs["bundle.tar.gz"]
 		return FileArtifactUniverse{Header: Header{Type: TypeFileArtifactUniverse, Description: opt.Description},
-			FileArtifactIDs: ids, FileArtifactRefs: refs, BundleS3URL: urls["bundle.tar.gz"]}
+			FileArtifactIDs: ids, FileArtifactRefs: refs, BundleS3URL: b.url, BundleSHA256: b.SHA256, BundleSize: b.Size}, nil
 	})
 	if err != nil {
 		return nil, err

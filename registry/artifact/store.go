@@ -2,6 +2,7 @@ package artifact
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -10,10 +11,16 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/agentenv/agentenv/registry"
 )
+
+// DefaultOrphanAge is Options.OrphanAge when unset.
+const DefaultOrphanAge = 24 * time.Hour
 
 // Options tunes New. A nil *Options means defaults.
 type Options struct {
@@ -22,6 +29,10 @@ type Options struct {
 	// TypeAliases maps legacy type names to current ones on read, on top of
 	// service → environment and service_universe → environment_universe.
 	TypeAliases map[string]string
+	// OrphanAge is how old an upload must be before CollectOrphans may
+	// remove its unpublished objects; a put gives up publishing an upload
+	// older than half of it. 0 = DefaultOrphanAge.
+	OrphanAge time.Duration
 }
 
 // Store reads and writes artifacts.
@@ -41,6 +52,9 @@ func New(docs registry.DocumentStore, objects registry.ObjectStore, o *Options) 
 	var opt Options
 	if o != nil {
 		opt = *o
+	}
+	if opt.OrphanAge <= 0 {
+		opt.OrphanAge = DefaultOrphanAge
 	}
 	aliases := make(map[string]string, len(defaultTypeAliases)+len(opt.TypeAliases))
 	for k, v := range defaultTypeAliases {
@@ -63,111 +77,189 @@ func (s *Store) lock(id string) func() {
 	return mu.Unlock
 }
 
-// Key is the object key of name in version v of artifact id.
-func (s *Store) Key(typ, id string, v int, name string) string {
-	return registry.ArtifactKey(s.opt.KeyPrefix, typ, id, v, name)
+// uploadPrefix marks the key segment that names one put's upload.
+const uploadPrefix = "put-"
+
+// uploadTime is the layout of an upload's start time in its segment.
+const uploadTime = "20060102T150405Z"
+
+// uploadRE matches an upload segment: put-<UTC start>-<64 random bits>.
+var uploadRE = regexp.MustCompile(`^put-(\d{8}T\d{6}Z)-[0-9a-f]{16}$`)
+
+// newUpload names a new upload started at t.
+func newUpload(t time.Time) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return uploadPrefix + t.UTC().Format(uploadTime) + "-" + hex.EncodeToString(b[:])
 }
 
-// payload is bytes to write under one object name; open may be called
-// once per attempt.
+// uploadStart finds the upload segment of an object key and its start.
+func uploadStart(key string) (time.Time, bool) {
+	for _, seg := range strings.Split(key, "/") {
+		if m := uploadRE.FindStringSubmatch(seg); m != nil {
+			t, err := time.Parse(uploadTime, m[1])
+			return t, err == nil
+		}
+	}
+	return time.Time{}, false
+}
+
+// Key is the object key of name in upload of artifact id:
+// "<prefix/>artifacts/<type>/<id-segment>/<upload>/<name>". Each put
+// writes its bytes under a fresh upload, so no two writers ever share a
+// key, whatever version they end up publishing.
+func (s *Store) Key(typ, id, upload, name string) string {
+	return s.keyRoot() + typ + "/" + registry.IDSegment(id) + "/" + upload + "/" + name
+}
+
+// keyRoot is "<prefix/>artifacts/", where every artifact object lives.
+func (s *Store) keyRoot() string {
+	if prefix := strings.Trim(s.opt.KeyPrefix, "/"); prefix != "" {
+		return prefix + "/artifacts/"
+	}
+	return "artifacts/"
+}
+
+// payload is bytes to write under one object name.
 type payload struct {
 	name        string
 	contentType string
 	open        func() (io.ReadCloser, error)
+	digest      digest
 }
 
-// put writes payloads at the next version of id, then the document built
-// by build(version, urls by name). It retries on version conflicts.
-func (s *Store) put(ctx context.Context, typ, id string, payloads []payload, build func(v int, urls map[string]string) any) (registry.Document, error) {
+// stored is a written payload: its object URL and digest.
+type stored struct {
+	url string
+	digest
+}
+
+// put writes payloads once under a fresh upload, then publishes them as
+// the next version of id: the document built by build(version, objects by
+// name), put with the expected version. The document store's (id, version)
+// uniqueness is the compare-and-swap: a conflict means another writer
+// published that version, so the put goes again at the next one, with the
+// same objects, for as long as others keep winning. Objects of a put that
+// does not publish are removed (or, after a crash, collected later by
+// CollectOrphans).
+func (s *Store) put(ctx context.Context, typ, id string, payloads []payload, build func(v int, objs map[string]stored) (any, error)) (registry.Document, error) {
 	if err := registry.ValidateID(id); err != nil {
 		return registry.Document{}, err
 	}
 	defer s.lock(id)()
-	var lastErr error
-attempts:
-	for attempt := 0; attempt < 3; attempt++ {
-		next := 1
-		latest, err := s.docs.Get(ctx, registry.Artifacts, registry.Ref{ID: id})
-		switch {
-		case err == nil:
-			if got := s.canonicalType(latest.Type); got != typ {
-				return registry.Document{}, fmt.Errorf("%w: artifact %s is of type %q; refusing a put of type %q",
-					registry.ErrConflict, id, latest.Type, typ)
-			}
-			next = latest.Version + 1
-		case errors.Is(err, registry.ErrNotFound):
-		default:
+	// A type clash fails before any byte is written.
+	if _, err := s.next(ctx, typ, id); err != nil {
+		return registry.Document{}, err
+	}
+	started := time.Now()
+	upload := newUpload(started)
+	objs := make(map[string]stored, len(payloads))
+	var keys []string
+	published := false
+	defer func() {
+		if !published {
+			s.discard(context.WithoutCancel(ctx), keys)
+		}
+	}()
+	for _, p := range payloads {
+		key := s.Key(typ, id, upload, p.name)
+		u, err := s.writeObject(ctx, id, key, p)
+		if err != nil {
 			return registry.Document{}, err
 		}
-		urls := make(map[string]string, len(payloads))
-		for _, p := range payloads {
-			u, err := s.writeObject(ctx, typ, id, next, p)
-			if errors.Is(err, registry.ErrConflict) {
-				// Another process wrote version next (object and document)
-				// since we read the latest: go again at the one after.
-				lastErr = err
-				continue attempts
-			}
-			if err != nil {
-				return registry.Document{}, err
-			}
-			urls[p.name] = u
+		keys = append(keys, key)
+		objs[p.name] = stored{url: u, digest: p.digest}
+	}
+	lost := 0 // the version last lost to another writer
+	for {
+		if len(keys) > 0 && time.Since(started) > s.opt.OrphanAge/2 {
+			return registry.Document{}, fmt.Errorf("artifact %s: upload %s is older than half the orphan age (%s) and may be collected; not publishing it",
+				id, upload, s.opt.OrphanAge)
 		}
-		body, err := json.Marshal(build(next, urls))
+		next, err := s.next(ctx, typ, id)
+		if err != nil {
+			return registry.Document{}, err
+		}
+		if next <= lost {
+			// A conflict that no published version explains: not a race.
+			return registry.Document{}, fmt.Errorf("artifact %s: version %d refused with a conflict, yet no writer published it", id, next)
+		}
+		doc, err := build(next, objs)
+		if err != nil {
+			return registry.Document{}, fmt.Errorf("artifact %s: %w", id, err)
+		}
+		body, err := json.Marshal(doc)
 		if err != nil {
 			return registry.Document{}, fmt.Errorf("artifact %s: encode: %w", id, err)
 		}
 		d, err := s.docs.Put(ctx, registry.Artifacts, id, body, &registry.PutOptions{Version: next})
 		if errors.Is(err, registry.ErrConflict) {
-			lastErr = err
-			continue // another process took this version: go again at the next one
+			lost = next // another writer published it: go again at the one after
+			continue
 		}
-		return d, err
-	}
-	return registry.Document{}, fmt.Errorf("artifact %s: gave up after 3 version conflicts: %w", id, lastErr)
-}
-
-// writeObject writes one payload write-once. An object already at that key
-// with no document for the version is an orphan of a crashed or racing
-// writer (bytes are written before the document); it is replaced.
-func (s *Store) writeObject(ctx context.Context, typ, id string, v int, p payload) (string, error) {
-	key := s.Key(typ, id, v, p.name)
-	for _, overwrite := range []bool{false, true} {
-		rc, err := p.open()
 		if err != nil {
-			return "", fmt.Errorf("artifact %s: open %s: %w", id, p.name, err)
+			return registry.Document{}, err
 		}
-		info, err := s.objects.Put(ctx, key, rc, &registry.ObjectPutOptions{ContentType: p.contentType, Overwrite: overwrite})
-		rc.Close()
-		if err == nil {
-			return info.URL, nil
-		}
-		if !errors.Is(err, registry.ErrAlreadyExists) || overwrite {
-			return "", fmt.Errorf("artifact %s version %d: %w", id, v, err)
-		}
-		if _, derr := s.docs.Get(ctx, registry.Artifacts, registry.Ref{ID: id, Version: v}); derr == nil {
-			return "", fmt.Errorf("%w: artifact %s version %d was written concurrently", registry.ErrConflict, id, v)
-		}
+		published = true
+		return d, nil
 	}
-	panic("unreachable")
 }
 
-// spool copies r to a temporary file once so each attempt can re-read it,
-// and hashes it on the way.
-func spool(r io.Reader) (open func() (io.ReadCloser, error), size int64, sum string, cleanup func(), err error) {
+// next is the version a put of id would create now; ErrConflict when id
+// holds artifacts of another type.
+func (s *Store) next(ctx context.Context, typ, id string) (int, error) {
+	latest, err := s.docs.Get(ctx, registry.Artifacts, registry.Ref{ID: id})
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
+		return 1, nil
+	case err != nil:
+		return 0, err
+	}
+	if got := s.canonicalType(latest.Type); got != typ {
+		return 0, fmt.Errorf("%w: artifact %s is of type %q; refusing a put of type %q",
+			registry.ErrConflict, id, latest.Type, typ)
+	}
+	return latest.Version + 1, nil
+}
+
+// writeObject writes one payload write-once under its upload's key.
+func (s *Store) writeObject(ctx context.Context, id, key string, p payload) (string, error) {
+	rc, err := p.open()
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: open %s: %w", id, p.name, err)
+	}
+	defer rc.Close()
+	info, err := s.objects.Put(ctx, key, rc, &registry.ObjectPutOptions{ContentType: p.contentType})
+	if err != nil {
+		return "", fmt.Errorf("artifact %s: %w", id, err)
+	}
+	return info.URL, nil
+}
+
+// discard removes the objects of an upload that was not published. They
+// are this put's own keys, so nobody else can be about to publish them.
+func (s *Store) discard(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		_ = s.objects.Delete(ctx, k)
+	}
+}
+
+// spool copies r to a temporary file once so it can be re-read, and
+// hashes it on the way.
+func spool(r io.Reader) (open func() (io.ReadCloser, error), d digest, cleanup func(), err error) {
 	if r == nil {
-		return nil, 0, "", nil, &registry.InvalidError{Field: "body", Reason: "nil reader"}
+		return nil, digest{}, nil, &registry.InvalidError{Field: "body", Reason: "nil reader"}
 	}
 	f, err := os.CreateTemp("", "agentenv-artifact-*")
 	if err != nil {
-		return nil, 0, "", nil, err
+		return nil, digest{}, nil, err
 	}
 	cleanup = func() { f.Close(); os.Remove(f.Name()) }
 	h := sha256.New()
-	size, err = io.Copy(io.MultiWriter(f, h), r)
+	size, err := io.Copy(io.MultiWriter(f, h), r)
 	if err != nil {
 		cleanup()
-		return nil, 0, "", nil, fmt.Errorf("read artifact body: %w", err)
+		return nil, digest{}, nil, fmt.Errorf("read artifact body: %w", err)
 	}
 	open = func() (io.ReadCloser, error) {
 		if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -175,7 +267,7 @@ func spool(r io.Reader) (open func() (io.ReadCloser, error), size int64, sum str
 		}
 		return io.NopCloser(f), nil
 	}
-	return open, size, hex.EncodeToString(h.Sum(nil)), cleanup, nil
+	return open, digest{SHA256: hex.EncodeToString(h.Sum(nil)), Size: size}, cleanup, nil
 }
 
 func (s *Store) canonicalType(t string) string {

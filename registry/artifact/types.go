@@ -47,6 +47,10 @@ type FileArtifactUniverse struct {
 	FileArtifactIDs  map[string]string       `json:"file_artifact_ids"`
 	FileArtifactRefs map[string]registry.Ref `json:"file_artifact_refs"`
 	BundleS3URL      string                  `json:"bundle_s3_url,omitempty"`
+	// BundleSHA256 and BundleSize record the bundle's bytes (not in the
+	// reference; absent in documents of older builds).
+	BundleSHA256 string `json:"bundle_sha256,omitempty"`
+	BundleSize   int64  `json:"bundle_size_bytes,omitempty"`
 }
 
 // Environment is the data of one environment (service), loaded with
@@ -74,7 +78,14 @@ type DockerImage struct {
 	TarGzS3URL            string `json:"tar_gz_s3_url,omitempty"` // twin
 	BuildContextObjectURL string `json:"build_context_object_url,omitempty"`
 	BuildContextS3URL     string `json:"build_context_s3_url,omitempty"` // twin
-	DockerfilePath        string `json:"dockerfile_path,omitempty"`
-	Platform              string `json:"platform,omitempty"`
-	SourceDigest          string `json:"source_digest,omitempty"`
+	// TarGzSHA256 and TarGzSize record the tarball's bytes, and the
+	// BuildContext pair the build context's (not in the reference; absent
+	// in documents of older builds).
+	TarGzSHA256        string `json:"tar_gz_sha256,omitempty"`
+	TarGzSize          int64  `json:"tar_gz_size_bytes,omitempty"`
+	BuildContextSHA256 string `json:"build_context_sha256,omitempty"`
+	BuildContextSize   int64  `json:"build_context_size_bytes,omitempty"`
+	DockerfilePath     string `json:"dockerfile_path,omitempty"`
+	Platform           string `json:"platform,omitempty"`
+	SourceDigest       string `json:"source_digest,omitempty"`
 }

@@ -10,6 +10,13 @@
 // on the next New. Content types live in <root>/.agentenv-meta/<key>.json
 // sidecars.
 //
+// No call follows a symlink inside the store: each path component under
+// the root is checked with lstat first (a symlink is refused with an
+// *InvalidError naming the key and the component), and the file system
+// calls themselves go through an os.Root with O_NOFOLLOW on the object, so
+// a symlink planted between the check and the call still cannot make the
+// store create, write, read or remove anything outside its directory.
+//
 //	objs, err := fsobject.New("", nil)
 //	info, err := registry.PutBytes(ctx, objs, "artifacts/file/hello/1/hello.txt", b, nil)
 //	info.URL // file:///home/me/.local/state/agent-env/object_store/artifacts/file/hello/1/hello.txt
@@ -86,16 +93,19 @@ func New(root string, o *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", root, err)
 	}
-	for _, d := range []string{abs, filepath.Join(abs, tmpDir), filepath.Join(abs, metaDir)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("object store %s: %w: %v", abs, registry.ErrUnavailable, err)
-		}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return nil, fmt.Errorf("object store %s: %w: %v", abs, registry.ErrUnavailable, err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
 		return nil, fmt.Errorf("object store %s: %w", abs, err)
 	}
 	s := &Store{root: real}
+	for _, d := range []string{tmpDir, metaDir} {
+		if err := s.mkdirs(d, d); err != nil {
+			return nil, fmt.Errorf("object store %s: %w", real, err)
+		}
+	}
 	s.sweep(opt.StaleTemp)
 	return s, nil
 }
@@ -104,25 +114,81 @@ func New(root string, o *Options) (*Store, error) {
 func (s *Store) Root() string { return s.root }
 
 func (s *Store) sweep(age time.Duration) {
-	entries, _ := os.ReadDir(filepath.Join(s.root, tmpDir))
+	r, err := s.openRoot()
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	d, err := r.Open(tmpDir)
+	if err != nil {
+		return
+	}
+	entries, _ := d.ReadDir(-1)
+	d.Close()
 	for _, e := range entries {
 		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > age {
-			_ = os.Remove(filepath.Join(s.root, tmpDir, e.Name()))
+			_ = r.Remove(tmpDir + "/" + e.Name())
 		}
 	}
 }
 
 func (s *Store) pathOf(key string) string { return filepath.Join(s.root, filepath.FromSlash(key)) }
 
-// inside makes sure dir (an existing directory) resolves under the root, so
-// a symlink planted in the tree cannot carry a key outside it.
-func (s *Store) inside(key, dir string) error {
-	real, err := filepath.EvalSymlinks(dir)
+// openRoot opens the store directory as an os.Root: calls made through it
+// never resolve outside the directory, whatever a symlink says.
+func (s *Store) openRoot() (*os.Root, error) {
+	r, err := os.OpenRoot(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("object store %s: %w: %v", s.root, registry.ErrUnavailable, err)
+	}
+	return r, nil
+}
+
+// noSymlink refuses rel (a slash path under the root) when one of its
+// existing components is a symlink; the walk stops at the first missing
+// component or file. key is what the error names.
+func (s *Store) noSymlink(key, rel string) error {
+	p := s.root
+	for _, seg := range strings.Split(rel, "/") {
+		p = filepath.Join(p, seg)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return nil // missing: created as a directory, or not found
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			comp, _ := filepath.Rel(s.root, p)
+			return &registry.InvalidError{Field: "key", Value: key,
+				Reason: "path component " + filepath.ToSlash(comp) + " is a symlink (the object store never follows one)"}
+		}
+		if !fi.IsDir() {
+			return nil
+		}
+	}
+	return nil
+}
+
+// rootErr turns the error of an os.Root call on rel into the store's
+// errors: a symlink on the way (planted after noSymlink looked) is named.
+func (s *Store) rootErr(key, rel, what string, err error) error {
+	if serr := s.noSymlink(key, rel); serr != nil {
+		return serr
+	}
+	return fmt.Errorf("object %s: %s: %w", key, what, err)
+}
+
+// mkdirs creates directory rel (a slash path) and its parents under the
+// root, refusing symlinks on the way.
+func (s *Store) mkdirs(key, rel string) error {
+	if err := s.noSymlink(key, rel); err != nil {
+		return err
+	}
+	r, err := s.openRoot()
 	if err != nil {
 		return err
 	}
-	if real != s.root && !strings.HasPrefix(real, s.root+string(filepath.Separator)) {
-		return &registry.InvalidError{Field: "key", Value: key, Reason: "resolves outside the object store (symlink)"}
+	defer r.Close()
+	if err := r.MkdirAll(rel, 0o700); err != nil {
+		return s.rootErr(key, rel, "create directory", err)
 	}
 	return nil
 }
@@ -157,18 +223,25 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.Ob
 	if o != nil {
 		opt = *o
 	}
-	final := s.pathOf(key)
+	if err := s.noSymlink(key, key); err != nil {
+		return registry.ObjectInfo{}, err
+	}
 	if !opt.Overwrite {
-		if _, err := os.Lstat(final); err == nil {
+		if _, err := os.Lstat(s.pathOf(key)); err == nil {
 			return registry.ObjectInfo{}, fmt.Errorf("object %s: %w (pass Overwrite to replace it)", key, registry.ErrAlreadyExists)
 		}
 	}
+	root, err := s.openRoot()
+	if err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	defer root.Close()
 	tmp, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "put-*")
 	if err != nil {
 		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w: %v", key, registry.ErrUnavailable, err)
 	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName) // after a link the object keeps its own name
+	tmpRel := tmpDir + "/" + filepath.Base(tmp.Name())
+	defer root.Remove(tmpRel) // after a link the object keeps its own name
 	_, err = io.Copy(tmp, ctxReader{ctx, r})
 	if err == nil {
 		err = tmp.Sync()
@@ -179,51 +252,49 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.Ob
 	if err != nil {
 		return registry.ObjectInfo{}, fmt.Errorf("write object %s: %w", key, err)
 	}
-	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
-	}
-	if err := s.inside(key, dir); err != nil {
-		return registry.ObjectInfo{}, err
+	if dir := path.Dir(key); dir != "." {
+		if err := s.mkdirs(key, dir); err != nil {
+			return registry.ObjectInfo{}, err
+		}
 	}
 	if opt.Overwrite {
-		err = os.Rename(tmpName, final)
+		err = root.Rename(tmpRel, key)
 	} else {
-		err = os.Link(tmpName, final)
+		err = root.Link(tmpRel, key)
 		if errors.Is(err, fs.ErrExist) {
 			return registry.ObjectInfo{}, fmt.Errorf("object %s: %w (pass Overwrite to replace it)", key, registry.ErrAlreadyExists)
 		}
 	}
 	if err != nil {
-		return registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
+		return registry.ObjectInfo{}, s.rootErr(key, key, "publish", err)
 	}
-	if err := s.writeMeta(key, meta{ContentType: opt.ContentType, Encoding: opt.Encoding}); err != nil {
+	if err := s.writeMeta(root, key, meta{ContentType: opt.ContentType, Encoding: opt.Encoding}); err != nil {
 		return registry.ObjectInfo{}, err
 	}
 	return s.Stat(ctx, key)
 }
 
-func (s *Store) metaPath(key string) string {
-	return filepath.Join(s.root, metaDir, filepath.FromSlash(key)+".json")
-}
+// metaRel is the sidecar of key, relative to the root.
+func metaRel(key string) string { return metaDir + "/" + key + ".json" }
 
-func (s *Store) writeMeta(key string, m meta) error {
-	p := s.metaPath(key)
+func (s *Store) writeMeta(root *os.Root, key string, m meta) error {
+	p := metaRel(key)
 	if m == (meta{}) {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("object %s metadata: %w", key, err)
+		if err := root.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return s.rootErr(key, p, "metadata", err)
 		}
 		return nil
 	}
 	b, _ := json.Marshal(m)
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("object %s metadata: %w", key, err)
+	if err := s.mkdirs(key, path.Dir(p)); err != nil {
+		return err
 	}
 	tmp, err := os.CreateTemp(filepath.Join(s.root, tmpDir), "meta-*")
 	if err != nil {
 		return fmt.Errorf("object %s metadata: %w", key, err)
 	}
-	defer os.Remove(tmp.Name())
+	tmpRel := tmpDir + "/" + filepath.Base(tmp.Name())
+	defer root.Remove(tmpRel)
 	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		return fmt.Errorf("object %s metadata: %w", key, err)
@@ -231,16 +302,18 @@ func (s *Store) writeMeta(key string, m meta) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("object %s metadata: %w", key, err)
 	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("object %s metadata: %w", key, err)
+	if err := root.Rename(tmpRel, p); err != nil {
+		return s.rootErr(key, p, "metadata", err)
 	}
 	return nil
 }
 
-func (s *Store) info(key string, fi os.FileInfo) registry.ObjectInfo {
+func (s *Store) info(root *os.Root, key string, fi os.FileInfo) registry.ObjectInfo {
 	var m meta
-	if b, err := os.ReadFile(s.metaPath(key)); err == nil {
-		_ = json.Unmarshal(b, &m)
+	if s.noSymlink(key, metaRel(key)) == nil {
+		if b, err := root.ReadFile(metaRel(key)); err == nil {
+			_ = json.Unmarshal(b, &m)
+		}
 	}
 	if m.ContentType == "" {
 		m.ContentType = guessType(key)
@@ -262,23 +335,23 @@ func guessType(key string) string {
 	return "application/octet-stream"
 }
 
-func (s *Store) regular(key string) (os.FileInfo, error) {
+// regular checks that key names a regular file reached without a symlink.
+func (s *Store) regular(root *os.Root, key string) (os.FileInfo, error) {
 	if err := registry.ValidateKey(key); err != nil {
 		return nil, err
 	}
-	p := s.pathOf(key)
-	fi, err := os.Lstat(p)
+	if err := s.noSymlink(key, key); err != nil {
+		return nil, err
+	}
+	fi, err := root.Lstat(key)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscallENOTDIR) || (err == nil && fi.IsDir()) {
 		return nil, &registry.NotFoundError{Kind: "object", ID: key}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("object %s: %w", key, err)
+		return nil, s.rootErr(key, key, "stat", err)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, &registry.InvalidError{Field: "key", Value: key, Reason: "not a regular file (symlinks are refused)"}
-	}
-	if err := s.inside(key, filepath.Dir(p)); err != nil {
-		return nil, err
 	}
 	return fi, nil
 }
@@ -288,18 +361,23 @@ func (s *Store) Open(ctx context.Context, key string) (io.ReadCloser, registry.O
 	if err := ctx.Err(); err != nil {
 		return nil, registry.ObjectInfo{}, err
 	}
-	fi, err := s.regular(key)
+	root, err := s.openRoot()
 	if err != nil {
 		return nil, registry.ObjectInfo{}, err
 	}
-	f, err := os.Open(s.pathOf(key))
+	defer root.Close()
+	fi, err := s.regular(root, key)
+	if err != nil {
+		return nil, registry.ObjectInfo{}, err
+	}
+	f, err := root.OpenFile(key, os.O_RDONLY|syscallONOFOLLOW, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, registry.ObjectInfo{}, &registry.NotFoundError{Kind: "object", ID: key}
 	}
 	if err != nil {
-		return nil, registry.ObjectInfo{}, fmt.Errorf("object %s: %w", key, err)
+		return nil, registry.ObjectInfo{}, s.rootErr(key, key, "open", err)
 	}
-	return f, s.info(key, fi), nil
+	return f, s.info(root, key, fi), nil
 }
 
 // Stat returns an object's metadata.
@@ -307,11 +385,16 @@ func (s *Store) Stat(ctx context.Context, key string) (registry.ObjectInfo, erro
 	if err := ctx.Err(); err != nil {
 		return registry.ObjectInfo{}, err
 	}
-	fi, err := s.regular(key)
+	root, err := s.openRoot()
 	if err != nil {
 		return registry.ObjectInfo{}, err
 	}
-	return s.info(key, fi), nil
+	defer root.Close()
+	fi, err := s.regular(root, key)
+	if err != nil {
+		return registry.ObjectInfo{}, err
+	}
+	return s.info(root, key, fi), nil
 }
 
 // Exists reports whether key holds an object.
@@ -323,17 +406,51 @@ func (s *Store) Exists(ctx context.Context, key string) (bool, error) {
 	return err == nil, err
 }
 
+// Delete removes the object at key and its metadata; a missing object is
+// *NotFoundError. Emptied directories are left: a concurrent Put may be
+// about to link into them.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	root, err := s.openRoot()
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	if _, err := s.regular(root, key); err != nil {
+		return err
+	}
+	if err := root.Remove(key); errors.Is(err, fs.ErrNotExist) {
+		return &registry.NotFoundError{Kind: "object", ID: key}
+	} else if err != nil {
+		return s.rootErr(key, key, "delete", err)
+	}
+	if err := s.writeMeta(root, key, meta{}); err != nil {
+		return err
+	}
+	return nil
+}
+
 // List returns the objects under prefix, sorted by key.
 func (s *Store) List(ctx context.Context, prefix string) ([]registry.ObjectInfo, error) {
 	if err := registry.ValidatePrefix(prefix); err != nil {
 		return nil, err
 	}
+	root, err := s.openRoot()
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
 	start := s.root
 	if i := strings.LastIndex(prefix, "/"); i >= 0 {
+		if err := s.noSymlink(prefix, prefix[:i]); err != nil {
+			return nil, err
+		}
 		start = s.pathOf(prefix[:i])
 	}
 	var out []registry.ObjectInfo
-	err := filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(start, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscallENOTDIR) {
 				return nil
@@ -358,7 +475,7 @@ func (s *Store) List(ctx context.Context, prefix string) ([]registry.ObjectInfo,
 		if err != nil {
 			return nil // removed while listing
 		}
-		out = append(out, s.info(key, fi))
+		out = append(out, s.info(root, key, fi))
 		return nil
 	})
 	if err != nil {

@@ -67,6 +67,57 @@ func TestSymlinkEscapeRefused(t *testing.T) {
 	}
 }
 
+// A symlink planted on the way to a key, pointing outside the store, is
+// refused by name: no directory or file appears outside, nothing outside
+// is read, listed or removed. This covers the directories Put would create
+// below the link and the metadata sidecar tree.
+func TestPlantedSymlinkCreatesNothingOutside(t *testing.T) {
+	ctx := context.Background()
+	for _, plant := range []string{"artifacts/file", ".agentenv-meta/artifacts/file"} {
+		t.Run(plant, func(t *testing.T) {
+			s := newStore(t)
+			outside := t.TempDir()
+			if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("outside"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			link := filepath.Join(s.Root(), filepath.FromSlash(plant))
+			if err := os.MkdirAll(filepath.Dir(link), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, link); err != nil {
+				t.Fatal(err)
+			}
+			key := "artifacts/file/x/put-1/deep/new.json"
+			_, err := registry.PutBytes(ctx, s, key, []byte("x"), &registry.ObjectPutOptions{ContentType: "application/json"})
+			if !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), plant) || !strings.Contains(err.Error(), "symlink") {
+				t.Fatalf("Put through a planted symlink: %v (want ErrInvalid naming %s)", err, plant)
+			}
+			entries, _ := os.ReadDir(outside)
+			if len(entries) != 1 {
+				t.Fatalf("the store created %d entries outside itself", len(entries)-1)
+			}
+			if plant != "artifacts/file" {
+				return
+			}
+			if _, _, err := s.Open(ctx, "artifacts/file/secret.txt"); !errors.Is(err, registry.ErrInvalid) {
+				t.Errorf("Open through a planted symlink: %v", err)
+			}
+			if _, err := s.Stat(ctx, "artifacts/file/secret.txt"); !errors.Is(err, registry.ErrInvalid) {
+				t.Errorf("Stat through a planted symlink: %v", err)
+			}
+			if err := s.Delete(ctx, "artifacts/file/secret.txt"); !errors.Is(err, registry.ErrInvalid) {
+				t.Errorf("Delete through a planted symlink: %v", err)
+			}
+			if _, err := s.List(ctx, "artifacts/file/"); !errors.Is(err, registry.ErrInvalid) {
+				t.Errorf("List through a planted symlink: %v", err)
+			}
+			if b, err := os.ReadFile(filepath.Join(outside, "secret.txt")); err != nil || string(b) != "outside" {
+				t.Errorf("the file outside was touched: %q, %v", b, err)
+			}
+		})
+	}
+}
+
 const crashEnv = "AGENTENV_FSOBJECT_CRASH_ROOT"
 
 // blockingReader yields 1 MiB, then announces it on stdout and blocks

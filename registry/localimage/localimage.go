@@ -1,18 +1,14 @@
 // Package localimage is the local ImageStore: it names images
-// <host>/<prefix/>repository:v<N> (default host localhost:5000, anonymous)
-// and keeps each image's tarball (docker save format, gzipped) in the object
-// store at artifacts/docker_image/<id-segment>/<N>/image.tar.gz, which is
-// what the local Docker sandbox loads when the engine lacks the image
-// (runner.md §10.5). Nothing is pulled, ever.
+// <host>/<prefix/>repository:v<N>-<store id> (default host localhost:5000,
+// anonymous). The tarballs are the docker_image artifacts' (registry/artifact);
+// the local Docker sandbox loads them when the engine lacks the image.
+// Nothing is pulled, ever.
 //
-//	images := localimage.New(objects, nil)
-//	ref, _ := images.Ref("items__env_image", 1) // "localhost:5000/items__env_image:v1"
+//	images := localimage.New(&localimage.Options{StoreID: set.StoreID()})
+//	ref, _ := images.Ref("items__env_image", 1) // "localhost:5000/items__env_image:v1-3f2a9c1e0b4d5e6f"
 package localimage
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -26,22 +22,20 @@ const DefaultHost = "localhost:5000"
 type Options struct {
 	Host             string // "" = DefaultHost
 	RepositoryPrefix string // e.g. "agentenv"; "" = none
-	KeyPrefix        string // object-key prefix (AGENT_ENV_FIXTURE_PREFIX)
+	// StoreID (registry.StoreID) ends every tag: v<N>-<store id>. "" gives
+	// the plain v<N> of older builds (tests, fixtures).
+	StoreID string
 }
 
 // Store is the local ImageStore.
 type Store struct {
-	objects registry.ObjectStore
-	opt     Options
+	opt Options
 }
 
 var _ registry.ImageStore = (*Store)(nil)
 
-// New returns a store keeping tarballs in objects.
-func New(objects registry.ObjectStore, o *Options) *Store {
-	if objects == nil {
-		panic("localimage.New: nil object store")
-	}
+// New returns a store naming images as o says.
+func New(o *Options) *Store {
 	var opt Options
 	if o != nil {
 		opt = *o
@@ -50,11 +44,14 @@ func New(objects registry.ObjectStore, o *Options) *Store {
 		opt.Host = DefaultHost
 	}
 	opt.RepositoryPrefix = strings.Trim(opt.RepositoryPrefix, "/")
-	return &Store{objects: objects, opt: opt}
+	return &Store{opt: opt}
 }
 
 // Host is the registry host.
 func (s *Store) Host() string { return s.opt.Host }
+
+// StoreID is the store id that ends every tag ("" = none).
+func (s *Store) StoreID() string { return s.opt.StoreID }
 
 func (s *Store) check(repository string, version int) error {
 	if !registry.ValidRepository(repository) {
@@ -67,7 +64,8 @@ func (s *Store) check(repository string, version int) error {
 	return nil
 }
 
-// Ref is <host>/<prefix/>repository:v<version>.
+// Ref is <host>/<prefix/>repository:v<version>-<store id> (or :v<version>
+// without a store id).
 func (s *Store) Ref(repository string, version int) (string, error) {
 	if err := s.check(repository, version); err != nil {
 		return "", err
@@ -76,7 +74,11 @@ func (s *Store) Ref(repository string, version int) (string, error) {
 	if s.opt.RepositoryPrefix != "" {
 		p = s.opt.RepositoryPrefix + "/"
 	}
-	return fmt.Sprintf("%s/%s%s:v%d", s.opt.Host, p, repository, version), nil
+	tag := "v" + strconv.Itoa(version)
+	if s.opt.StoreID != "" {
+		tag += "-" + s.opt.StoreID
+	}
+	return s.opt.Host + "/" + p + repository + ":" + tag, nil
 }
 
 // Owns reports whether ref names an image on this store's host (and
@@ -87,24 +89,4 @@ func (s *Store) Owns(ref string) bool {
 		p += s.opt.RepositoryPrefix + "/"
 	}
 	return strings.HasPrefix(ref, p) && len(ref) > len(p)
-}
-
-func (s *Store) key(repository string, version int) string {
-	return registry.ArtifactKey(s.opt.KeyPrefix, "docker_image", repository, version, "image.tar.gz")
-}
-
-// PutTarball stores the gzipped docker-save tarball; write-once.
-func (s *Store) PutTarball(ctx context.Context, repository string, version int, r io.Reader) (registry.ObjectInfo, error) {
-	if err := s.check(repository, version); err != nil {
-		return registry.ObjectInfo{}, err
-	}
-	return s.objects.Put(ctx, s.key(repository, version), r, &registry.ObjectPutOptions{ContentType: "application/gzip"})
-}
-
-// OpenTarball opens the tarball of (repository, version).
-func (s *Store) OpenTarball(ctx context.Context, repository string, version int) (io.ReadCloser, registry.ObjectInfo, error) {
-	if err := s.check(repository, version); err != nil {
-		return nil, registry.ObjectInfo{}, err
-	}
-	return s.objects.Open(ctx, s.key(repository, version))
 }

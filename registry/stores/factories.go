@@ -25,6 +25,8 @@ type Env struct {
 	Spec      config.StoreSpec
 	Config    *config.Config
 	StateRoot string
+	// StoreID is the set's store id (registry.StoreID of StateRoot).
+	StoreID string
 	// Secrets resolves secret: references (nil while opening the secret
 	// store itself); Objects is set for image factories.
 	Secrets registry.SecretStore
@@ -207,7 +209,7 @@ func openLocalImages(ctx context.Context, env *Env) (registry.ImageStore, error)
 	if err != nil {
 		return nil, err
 	}
-	return localimage.New(env.Objects, &localimage.Options{Host: host, RepositoryPrefix: prefix, KeyPrefix: env.Config.Environment.FixturePrefix}), nil
+	return localimage.New(&localimage.Options{Host: host, RepositoryPrefix: prefix, StoreID: env.StoreID}), nil
 }
 
 func openEnvSecrets(ctx context.Context, env *Env) (registry.SecretStore, error) {

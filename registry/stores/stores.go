@@ -48,9 +48,18 @@ type Set struct {
 	Secrets   registry.SecretStore
 	StateRoot string
 
+	storeID                   string
 	artifacts, localArtifacts *artifact.Store
 	closers                   []func() error
 }
+
+// StoreID is the id of this set's store: registry.StoreID of the state
+// root (16 lowercase hex characters from <state root>/store-id, created
+// atomically on the first Open of the root and never changed). Tags of
+// the images the set builds end in it, and those images carry the label
+// registry.StoreLabel=<id>; anything else that several stores share on one
+// machine (container labels) should carry it too.
+func (s *Set) StoreID() string { return s.storeID }
 
 // DocumentsFor returns the document store that owns id.
 func (s *Set) DocumentsFor(id string) registry.DocumentStore {
@@ -71,6 +80,19 @@ func (s *Set) ArtifactsFor(id string) *artifact.Store {
 // Resolve resolves an env:/secret: reference with the set's secret store.
 func (s *Set) Resolve(ctx context.Context, v string) (string, error) {
 	return registry.Resolve(ctx, v, s.Secrets, nil)
+}
+
+// CollectOrphanObjects removes the artifact objects of crashed puts that
+// no document of this set (the configured store and the @local one)
+// points at, once older than artifact.DefaultOrphanAge; see
+// artifact.Store.CollectOrphans. Another configuration sharing this object
+// store with other document stores must not run it.
+func (s *Set) CollectOrphanObjects(ctx context.Context, dryRun bool) (artifact.CollectResult, error) {
+	o := &artifact.CollectOptions{DryRun: dryRun}
+	if s.Local != s.Documents {
+		o.Also = []registry.DocumentStore{s.Local}
+	}
+	return s.artifacts.CollectOrphans(ctx, o)
 }
 
 // LocksDir is <state root>/locks (per-id file locks of bundle runs).
@@ -111,8 +133,11 @@ func Open(ctx context.Context, cfg *config.Config, o *Options) (_ *Set, err erro
 			s.Close()
 		}
 	}()
+	if s.storeID, err = registry.StoreID(root); err != nil {
+		return nil, err
+	}
 	env := func(kind string, spec config.StoreSpec) *Env {
-		return &Env{Kind: kind, Impl: spec.Impl, Spec: spec, Config: cfg, StateRoot: root,
+		return &Env{Kind: kind, Impl: spec.Impl, Spec: spec, Config: cfg, StateRoot: root, StoreID: s.storeID,
 			Secrets: s.Secrets, Objects: s.Objects, OnClose: func(f func() error) { s.closers = append(s.closers, f) }}
 	}
 	wrap := func(kind, impl string, err error) error {

@@ -52,9 +52,28 @@ func TestDefaults(t *testing.T) {
 	if !strings.HasPrefix(f.S3URL, "file://"+filepath.Join(root, "object_store")) {
 		t.Fatalf("object url %s outside the state root", f.S3URL)
 	}
+	// The store id: made on first open, kept in the state root, the end
+	// of every image tag; another state root has another.
+	id := set.StoreID()
+	if b, err := os.ReadFile(filepath.Join(root, registry.StoreIDFile)); err != nil || strings.TrimSpace(string(b)) != id || len(id) != 16 {
+		t.Fatalf("store id %q, file %q, %v", id, b, err)
+	}
 	ref, _ := set.Images.Ref("items__env_image", 1)
-	if ref != "localhost:5000/items__env_image:v1" {
-		t.Fatalf("image ref %s", ref)
+	if ref != "localhost:5000/items__env_image:v1-"+id || set.Images.StoreID() != id {
+		t.Fatalf("image ref %s (store id %s)", ref, id)
+	}
+	again, err := stores.Open(ctx, nil, &stores.Options{StateRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	other, err := stores.Open(ctx, nil, &stores.Options{StateRoot: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if again.StoreID() != id || other.StoreID() == id {
+		t.Fatalf("store ids: %s, reopened %s, other root %s", id, again.StoreID(), other.StoreID())
 	}
 }
 

@@ -1,24 +1,21 @@
 package storetest
 
 import (
-	"bytes"
-	"context"
 	"errors"
-	"io"
 	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
 )
 
-// ImageFactory returns an empty image store whose registry host is host.
-type ImageFactory func(t *testing.T, host string) registry.ImageStore
+// ImageFactory returns an image store whose registry host is host and
+// whose store id is storeID.
+type ImageFactory func(t *testing.T, host, storeID string) registry.ImageStore
 
 // RunImageStore runs the ImageStore conformance suite.
 func RunImageStore(t *testing.T, newStore ImageFactory) {
-	ctx := context.Background()
 	t.Run("Refs", func(t *testing.T) {
-		s := newStore(t, "localhost:5000")
+		s := newStore(t, "localhost:5000", "")
 		if s.Host() != "localhost:5000" {
 			t.Fatalf("Host = %s", s.Host())
 		}
@@ -57,27 +54,17 @@ func RunImageStore(t *testing.T, newStore ImageFactory) {
 			t.Errorf("Ref(RepositoryName(@local...)): %v", err)
 		}
 	})
-	t.Run("Tarballs", func(t *testing.T) {
-		s := newStore(t, "localhost:5000")
-		tar := bytes.Repeat([]byte{0x1f, 0x8b, 8, 0}, 1000)
-		info, err := s.PutTarball(ctx, "items__env_image", 1, bytes.NewReader(tar))
-		if err != nil || info.Size != int64(len(tar)) || !strings.HasSuffix(info.Key, "artifacts/docker_image/items__env_image/1/image.tar.gz") {
-			t.Fatalf("PutTarball = %+v, %v", info, err)
+	t.Run("StoreIDs", func(t *testing.T) {
+		// Two stores number their versions alike; their refs never meet.
+		a := newStore(t, "localhost:5000", "0123456789abcdef")
+		b := newStore(t, "localhost:5000", "fedcba9876543210")
+		ra, errA := a.Ref("items__env_image", 1)
+		rb, errB := b.Ref("items__env_image", 1)
+		if errA != nil || errB != nil || ra == rb || a.StoreID() != "0123456789abcdef" {
+			t.Fatalf("refs of two stores: %q, %q (%v, %v)", ra, rb, errA, errB)
 		}
-		rc, _, err := s.OpenTarball(ctx, "items__env_image", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, _ := io.ReadAll(rc)
-		rc.Close()
-		if !bytes.Equal(got, tar) {
-			t.Fatal("tarball round trip differs")
-		}
-		if _, err := s.PutTarball(ctx, "items__env_image", 1, bytes.NewReader(tar)); !errors.Is(err, registry.ErrAlreadyExists) {
-			t.Fatalf("second PutTarball: %v, want ErrAlreadyExists", err)
-		}
-		if _, _, err := s.OpenTarball(ctx, "items__env_image", 2); !errors.Is(err, registry.ErrNotFound) {
-			t.Fatalf("OpenTarball missing version: %v", err)
+		if !strings.HasSuffix(ra, ":v1-0123456789abcdef") || !a.Owns(ra) {
+			t.Fatalf("Ref with a store id = %q, want the tag v1-0123456789abcdef", ra)
 		}
 	})
 }

@@ -22,6 +22,7 @@ func RunObjectStore(t *testing.T, newStore ObjectFactory) {
 	t.Run("WriteOnce", func(t *testing.T) { testObjWriteOnce(t, newStore(t)) })
 	t.Run("InvalidKeys", func(t *testing.T) { testObjInvalidKeys(t, newStore(t)) })
 	t.Run("NotFound", func(t *testing.T) { testObjNotFound(t, newStore(t)) })
+	t.Run("Delete", func(t *testing.T) { testObjDelete(t, newStore(t)) })
 	t.Run("List", func(t *testing.T) { testObjList(t, newStore(t)) })
 	t.Run("URLs", func(t *testing.T) { testObjURLs(t, newStore(t)) })
 	t.Run("InterruptedWriter", func(t *testing.T) { testObjInterrupted(t, newStore(t)) })
@@ -135,6 +136,31 @@ func testObjNotFound(t *testing.T, s registry.ObjectStore) {
 	}
 	if ok, err := s.Exists(ctx, "dir/child/deeper"); ok || err != nil {
 		t.Errorf("Exists under an object = %v, %v", ok, err)
+	}
+}
+
+func testObjDelete(t *testing.T, s registry.ObjectStore) {
+	ctx := context.Background()
+	key := "artifacts/file/gone/x.txt"
+	if _, err := registry.PutBytes(ctx, s, key, []byte("x"), &registry.ObjectPutOptions{ContentType: "text/x-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Exists(ctx, key); ok || err != nil {
+		t.Fatalf("Exists after Delete = %v, %v", ok, err)
+	}
+	if err := s.Delete(ctx, key); !errors.Is(err, registry.ErrNotFound) {
+		t.Fatalf("second Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, "../x"); !errors.Is(err, registry.ErrInvalid) {
+		t.Fatalf("Delete of a bad key: %v, want ErrInvalid", err)
+	}
+	// The key is free again, and its old metadata is gone with it.
+	info, err := registry.PutBytes(ctx, s, key, []byte("y"), nil)
+	if err != nil || info.ContentType == "text/x-test" {
+		t.Fatalf("Put after Delete = %+v, %v", info, err)
 	}
 }
 

@@ -46,6 +46,11 @@ type Source struct {
 	// ImageID, when known, is the image's config digest: an engine image
 	// under Ref with another id is stale and the tarball is loaded again.
 	ImageID string
+	// StoreID is the id of the store that registered the image
+	// (registry.StoreID); the images it built carry the label
+	// registry.StoreLabel=<StoreID>. A backend removes an image only when
+	// it carries this label with this value: never another store's.
+	StoreID string
 	// Tarball opens the gzipped docker-save tarball; nil = none.
 	Tarball func(ctx context.Context) (io.ReadCloser, error)
 	// Binary opens the static Linux binary; nil = none.
@@ -137,9 +142,9 @@ type Backend interface {
 // (Docker): the --dockerfile path of put.
 type ImageBuilder interface {
 	// BuildImage builds the context tar with the Dockerfile at dockerfile
-	// (a path inside the context) and tags it ref. A failed build returns an
-	// error carrying the build log's tail.
-	BuildImage(ctx context.Context, contextTar io.Reader, dockerfile, ref string) error
+	// (a path inside the context), tags it ref and labels it with labels.
+	// A failed build returns an error carrying the build log's tail.
+	BuildImage(ctx context.Context, contextTar io.Reader, dockerfile, ref string, labels map[string]string) error
 	// SaveImage streams the docker-save tarball of ref.
 	SaveImage(ctx context.Context, ref string) (io.ReadCloser, error)
 	// HasImage reports whether the engine holds ref.

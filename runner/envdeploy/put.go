@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -118,6 +119,17 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 	if err != nil {
 		return nil, err
 	}
+	// The store label tells this store's images from another's on a shared
+	// engine: only images carrying it are ever removed as this store's.
+	var labels map[string]string
+	if id := p.Stores.Images.StoreID(); id != "" {
+		labels = map[string]string{registry.StoreLabel: id}
+		img.Labels = maps.Clone(img.Labels)
+		if img.Labels == nil {
+			img.Labels = map[string]string{}
+		}
+		maps.Copy(img.Labels, labels)
+	}
 	tmp, err := os.MkdirTemp(p.TempDir, "agentenv-build-")
 	if err != nil {
 		return nil, err
@@ -174,7 +186,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 		if err != nil {
 			return nil, err
 		}
-		err = p.Builder.BuildImage(ctx, ctxTar, dfName, ref)
+		err = p.Builder.BuildImage(ctx, ctxTar, dfName, ref, labels)
 		ctxTar.Close()
 		if err != nil {
 			return nil, err

@@ -152,6 +152,9 @@ func putDoc(ctx context.Context, docs registry.DocumentStore, c registry.Collect
 // source builds the workload source of an image + binary pair.
 func (s Stores) source(ctx context.Context, imageRef, binaryRef *registry.Ref, imageName, what, hint string) Source {
 	src := Source{Ref: imageName, What: what, PutHint: hint}
+	if s.Images != nil {
+		src.StoreID = s.Images.StoreID()
+	}
 	if imageRef != nil {
 		r := *imageRef
 		if di, err := s.artifactsFor(r.ID).GetDockerImage(ctx, r); err == nil && strings.HasPrefix(di.SourceDigest, "sha256:") {

@@ -41,6 +41,15 @@ type Options struct {
 // NewStores returns empty stores under a temporary folder; image refs get
 // a random repository prefix so runs never share engine images.
 func NewStores(t testing.TB) envdeploy.Stores {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return NewStoresWithPrefix(t, "agentenvtest-"+hex.EncodeToString(b))
+}
+
+// NewStoresWithPrefix is NewStores with the repository prefix given. Each
+// call is a store of its own (its own folder and store id), so two stores
+// with one prefix are two state roots sharing an engine.
+func NewStoresWithPrefix(t testing.TB, prefix string) envdeploy.Stores {
 	t.Helper()
 	dir := t.TempDir()
 	docs, err := sqlite.Open(context.Background(), filepath.Join(dir, "documents.db"), nil)
@@ -52,10 +61,12 @@ func NewStores(t testing.TB) envdeploy.Stores {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
+	storeID, err := registry.StoreID(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return envdeploy.Stores{Docs: docs, Artifacts: artifact.New(docs, objs, nil),
-		Images: localimage.New(objs, &localimage.Options{RepositoryPrefix: "agentenvtest-" + hex.EncodeToString(b)})}
+		Images: localimage.New(&localimage.Options{RepositoryPrefix: prefix, StoreID: storeID})}
 }
 
 // Script is the scripted agent's script: on "echo" it calls alpha_echo.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -23,6 +24,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 )
 
@@ -196,10 +198,11 @@ func (e *BuildError) Error() string {
 
 // BuildImage implements envdeploy.ImageBuilder with the classic builder;
 // it never pulls a parent.
-func (p *Provider) BuildImage(ctx context.Context, contextTar io.Reader, dockerfile, ref string) error {
+func (p *Provider) BuildImage(ctx context.Context, contextTar io.Reader, dockerfile, ref string, labels map[string]string) error {
+	all := map[string]string{"agentenv.built": "true"}
+	maps.Copy(all, labels)
 	res, err := p.cli.ImageBuild(ctx, contextTar, client.ImageBuildOptions{
-		Tags: []string{ref}, Dockerfile: dockerfile, Remove: true, ForceRemove: true,
-		Labels: map[string]string{"agentenv.built": "true"},
+		Tags: []string{ref}, Dockerfile: dockerfile, Remove: true, ForceRemove: true, Labels: all,
 	})
 	if err != nil {
 		return p.wrap("build image "+ref, err)
@@ -260,7 +263,12 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 	case err == nil && (src.ImageID == "" || ins.ID == src.ImageID):
 		return nil
 	case err == nil:
-		stale = ins.ID // another image under the same tag: load ours over it
+		// Another image under the same tag: load ours over it. Remove the
+		// one it replaces only if it is this store's own (an older build):
+		// another store's image is never removed.
+		if src.StoreID != "" && ins.Config != nil && ins.Config.Labels[registry.StoreLabel] == src.StoreID {
+			stale = ins.ID
+		}
 	case !cerrdefs.IsNotFound(err):
 		return p.wrap("inspect image "+src.Ref, err)
 	}

@@ -77,6 +77,11 @@ func TestConformance(t *testing.T) {
 func removeTestImages(t *testing.T, p *docker.Provider) { removeTestImagesB(t, p) }
 
 func removeTestImagesB(t testing.TB, p *docker.Provider) {
+	removeImagesUnder(t, p, "localhost:5000/agentenvtest-")
+}
+
+// removeImagesUnder removes every image with a tag starting with prefix.
+func removeImagesUnder(t testing.TB, p *docker.Provider, prefix string) {
 	ctx := context.Background()
 	list, err := p.Client().ImageList(ctx, client.ImageListOptions{})
 	if err != nil {
@@ -85,7 +90,7 @@ func removeTestImagesB(t testing.TB, p *docker.Provider) {
 	}
 	for _, im := range list.Items {
 		for _, tag := range im.RepoTags {
-			if strings.HasPrefix(tag, "localhost:5000/agentenvtest-") {
+			if strings.HasPrefix(tag, prefix) {
 				if err := p.RemoveImage(ctx, tag); err != nil {
 					t.Errorf("remove %s: %v", tag, err)
 				}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
@@ -156,8 +157,9 @@ func waitCard(t *testing.T, base string) {
 }
 
 // An engine image under the registered tag that is not the registered
-// image (a tag reused by another state root, an older build) is replaced
-// from the stored tarball, and the stale image is removed.
+// image is replaced from the stored tarball. The image it replaces is
+// removed only when it is this store's own (an older build, labelled with
+// the store id): another store's image, or an unlabelled one, stays.
 func TestStaleImageReplaced(t *testing.T) {
 	p := engine(t)
 	t.Cleanup(func() { removeTestImages(t, p); p.Close() })
@@ -172,28 +174,102 @@ func TestStaleImageReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The crasher under echo's tag.
-	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Crasher})
-	if err != nil {
-		t.Fatal(err)
-	}
-	staleID, _ := img.ConfigName()
-	var buf bytes.Buffer
-	if err := imagebuild.WriteTarball(&buf, e.ImageName, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.LoadImage(ctx, &buf); err != nil {
-		t.Fatal(err)
-	}
 	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"docker": p}, DefaultSandbox: "docker"}
-	inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "echo"}})
-	if err != nil {
-		t.Fatalf("deploy over a stale image: %v", err)
+	for _, c := range []struct {
+		name, store string
+		removed     bool
+	}{
+		{"this store's", st.Images.StoreID(), true},
+		{"another store's", "0123456789abcdef", false},
+		{"unlabelled", "", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// The crasher under echo's tag; the nonce makes its id this
+			// test's alone, so removing it by id touches nobody else's.
+			labels := map[string]string{"agentenvtest.nonce": runner.RandomHex(8)}
+			if c.store != "" {
+				labels[registry.StoreLabel] = c.store
+			}
+			img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Crasher, Labels: labels})
+			if err != nil {
+				t.Fatal(err)
+			}
+			staleID, _ := img.ConfigName()
+			var buf bytes.Buffer
+			if err := imagebuild.WriteTarball(&buf, e.ImageName, img); err != nil {
+				t.Fatal(err)
+			}
+			if err := p.LoadImage(ctx, &buf); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = p.RemoveImage(context.Background(), staleID.String()) })
+			inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "echo"}})
+			if err != nil {
+				t.Fatalf("deploy over a stale image: %v", err)
+			}
+			if err := d.Teardown(ctx, inst.InstanceID); err != nil {
+				t.Fatal(err)
+			}
+			_, err = p.Client().ImageInspect(ctx, staleID.String())
+			if c.removed && err == nil {
+				t.Errorf("stale image %s of this store is still in the engine", staleID)
+			}
+			if !c.removed && err != nil {
+				t.Errorf("%s image %s was removed: %v", c.name, staleID, err)
+			}
+		})
 	}
-	if err := d.Teardown(ctx, inst.InstanceID); err != nil {
-		t.Fatal(err)
+}
+
+// Two stores (two state roots) on one engine each register env "echo"
+// version 1 under one repository prefix. Their tags differ, each deploys
+// its own image, and deploying one never replaces or removes the other's.
+func TestTwoStoresOneEngine(t *testing.T) {
+	p := engine(t)
+	// Not the agentenvtest- prefix: other test processes on the engine
+	// sweep that one while this test still needs its images.
+	prefix := "agentenvstorestest-" + runner.RandomHex(4)
+	t.Cleanup(func() {
+		removeImagesUnder(t, p, "localhost:5000/"+prefix+"/")
+		p.Close()
+	})
+	bins := envdeploytest.Build(t)
+	ctx := context.Background()
+	var refs, storeIDs [2]string
+	var deployers [2]*envdeploy.Deployer
+	for i, name := range []string{"echo", "echob"} {
+		st := envdeploytest.NewStoresWithPrefix(t, prefix)
+		put := &envdeploy.Putter{Stores: st, TempDir: t.TempDir()}
+		if _, err := put.PutGateway(ctx, "default", envdeploy.ImageInput{Binary: bins.Gateway}); err != nil {
+			t.Fatal(err)
+		}
+		// Another environment name makes another image in each store.
+		e, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "echo", EnvironmentName: name, Image: envdeploy.ImageInput{Binary: bins.Echo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs[i], storeIDs[i] = e.ImageName, st.Images.StoreID()
+		deployers[i] = &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"docker": p}, DefaultSandbox: "docker"}
 	}
-	if _, err := p.Client().ImageInspect(ctx, staleID.String()); err == nil {
-		t.Errorf("stale image %s is still in the engine", staleID)
+	if refs[0] == refs[1] || storeIDs[0] == storeIDs[1] {
+		t.Fatalf("two stores tag echo v1 alike: %s", refs[0])
+	}
+	for i, d := range deployers {
+		inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "echo"}})
+		if err != nil {
+			t.Fatalf("store %d deploy: %v", i, err)
+		}
+		if err := d.Teardown(ctx, inst.InstanceID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, ref := range refs {
+		ins, err := p.Client().ImageInspect(ctx, ref)
+		if err != nil {
+			t.Fatalf("store %d's image %s is gone: %v", i, ref, err)
+		}
+		if ins.Config == nil || ins.Config.Labels[registry.StoreLabel] != storeIDs[i] {
+			t.Errorf("image %s is not labelled %s=%s", ref, registry.StoreLabel, storeIDs[i])
+		}
 	}
 }

@@ -149,7 +149,7 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 		t.Fatal(err)
 	}
 	arts := artifact.New(docs, objs, nil)
-	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(objs, nil)}
+	st := envdeploy.Stores{Docs: docs, Artifacts: arts, Images: localimage.New(nil)}
 	if err := os.MkdirAll(filepath.Join(dir, "put"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 		}
 		closers = append(closers, func() { _ = dp.Close() })
 		backend, put.Builder = dp, dp
-		st.Images = localimage.New(objs, &localimage.Options{RepositoryPrefix: "agentenvtest-" + runner.RandomHex(4)})
+		st.Images = localimage.New(&localimage.Options{RepositoryPrefix: "agentenvtest-" + runner.RandomHex(4)})
 		put.Stores = st
 	default:
 		pb := process.New(filepath.Join(dir, "proc"), nil)
