@@ -111,7 +111,7 @@ type benchProcess struct {
 	URL string
 }
 
-func startBenchProcess(b *testing.B, role, target string) *benchProcess {
+func startBenchProcess(b testing.TB, role, target string) *benchProcess {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchServeEnv+"="+role, "AGENTENV_BENCH_TARGET="+target)

@@ -138,6 +138,11 @@ type Config struct {
 	// CardTTL is the composed-card cache lifetime; 5 s when zero, no cache
 	// when negative.
 	CardTTL time.Duration
+	// TrajectoryMaxFieldBytes caps each value the trajectory stores (a
+	// call's arguments, its result, each payload field of other events);
+	// a larger one is replaced by a marker. 64 KiB when zero, no cap when
+	// negative (GATEWAY_TRAJECTORY_MAX_FIELD_BYTES, where 0 means no cap).
+	TrajectoryMaxFieldBytes int64
 	// ControlToken, when set (GATEWAY_CONTROL_TOKEN), is required as
 	// "Authorization: Bearer <token>" on /tools/*, /clock/* (but GET
 	// /clock/time), /triggers/*, the data plane and /svc/mcp-*; it is also
@@ -156,6 +161,8 @@ const (
 	DefaultServerTimeout = 180 * time.Second
 	DefaultMaxBodyBytes  = 8 << 20
 	DefaultCardTTL       = 5 * time.Second
+	// DefaultTrajectoryMaxFieldBytes is ours.
+	DefaultTrajectoryMaxFieldBytes = 64 << 10
 )
 
 // ConfigError is a malformed configuration variable.
@@ -177,6 +184,7 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		Host: DefaultHost, Port: DefaultPort, Name: DefaultName, Mode: ModePerformance,
 		ServerTimeout: DefaultServerTimeout, Prefix: PrefixNone, Collisions: CollisionSkip,
 		MaxBodyBytes: DefaultMaxBodyBytes, CardTTL: DefaultCardTTL,
+		TrajectoryMaxFieldBytes: DefaultTrajectoryMaxFieldBytes,
 	}
 	if v := getenv("MCP_HOST"); v != "" {
 		c.Host = v
@@ -224,6 +232,16 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 	}
 	if c.CardTTL, err = secondsVar(getenv, "GATEWAY_CARD_TTL_S", DefaultCardTTL, true); err != nil {
 		return nil, err
+	}
+	if v := getenv("GATEWAY_TRAJECTORY_MAX_FIELD_BYTES"); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return nil, &ConfigError{"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES", fmt.Sprintf("must be a non-negative integer (0: no cap), got %q", v)}
+		}
+		c.TrajectoryMaxFieldBytes = n
+		if n == 0 {
+			c.TrajectoryMaxFieldBytes = -1
+		}
 	}
 	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
 	if err := textVar(getenv, "GATEWAY_ROLE_TOKENS", &c.RoleAuth); err != nil {
@@ -385,6 +403,9 @@ func (c Config) withDefaults() (*Config, error) {
 	}
 	if c.CardTTL == 0 {
 		c.CardTTL = DefaultCardTTL
+	}
+	if c.TrajectoryMaxFieldBytes == 0 {
+		c.TrajectoryMaxFieldBytes = DefaultTrajectoryMaxFieldBytes
 	}
 	if c.TrajectoryFile == "" {
 		var b [4]byte
