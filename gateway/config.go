@@ -143,6 +143,11 @@ type Config struct {
 	// a larger one is replaced by a marker. 64 KiB when zero, no cap when
 	// negative (GATEWAY_TRAJECTORY_MAX_FIELD_BYTES, where 0 means no cap).
 	TrajectoryMaxFieldBytes int64
+	// SessionIdleTimeout ends an inbound MCP session that saw no request
+	// for that long (its later requests get 404, so the client
+	// re-initializes). 30 min when zero, never when negative
+	// (GATEWAY_SESSION_IDLE_TIMEOUT_S, where 0 means never).
+	SessionIdleTimeout time.Duration
 	// ControlToken, when set (GATEWAY_CONTROL_TOKEN), is required as
 	// "Authorization: Bearer <token>" on /tools/*, /clock/* (but GET
 	// /clock/time), /triggers/*, the data plane and /svc/mcp-*; it is also
@@ -161,8 +166,9 @@ const (
 	DefaultServerTimeout = 180 * time.Second
 	DefaultMaxBodyBytes  = 8 << 20
 	DefaultCardTTL       = 5 * time.Second
-	// DefaultTrajectoryMaxFieldBytes is ours.
+	// DefaultTrajectoryMaxFieldBytes and DefaultSessionIdleTimeout are ours.
 	DefaultTrajectoryMaxFieldBytes = 64 << 10
+	DefaultSessionIdleTimeout      = 30 * time.Minute
 )
 
 // ConfigError is a malformed configuration variable.
@@ -184,7 +190,7 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		Host: DefaultHost, Port: DefaultPort, Name: DefaultName, Mode: ModePerformance,
 		ServerTimeout: DefaultServerTimeout, Prefix: PrefixNone, Collisions: CollisionSkip,
 		MaxBodyBytes: DefaultMaxBodyBytes, CardTTL: DefaultCardTTL,
-		TrajectoryMaxFieldBytes: DefaultTrajectoryMaxFieldBytes,
+		TrajectoryMaxFieldBytes: DefaultTrajectoryMaxFieldBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
 	}
 	if v := getenv("MCP_HOST"); v != "" {
 		c.Host = v
@@ -242,6 +248,9 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		if n == 0 {
 			c.TrajectoryMaxFieldBytes = -1
 		}
+	}
+	if c.SessionIdleTimeout, err = secondsVar(getenv, "GATEWAY_SESSION_IDLE_TIMEOUT_S", DefaultSessionIdleTimeout, true); err != nil {
+		return nil, err
 	}
 	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
 	if err := textVar(getenv, "GATEWAY_ROLE_TOKENS", &c.RoleAuth); err != nil {
@@ -406,6 +415,9 @@ func (c Config) withDefaults() (*Config, error) {
 	}
 	if c.TrajectoryMaxFieldBytes == 0 {
 		c.TrajectoryMaxFieldBytes = DefaultTrajectoryMaxFieldBytes
+	}
+	if c.SessionIdleTimeout == 0 {
+		c.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
 	if c.TrajectoryFile == "" {
 		var b [4]byte

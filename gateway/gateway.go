@@ -200,6 +200,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.card = newCardCache(g)
 	g.mcp = newMCPFront(g)
+	g.startSessionExpiry()
 	g.buildRoutes()
 	g.mountEngines()
 	return g, nil

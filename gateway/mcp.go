@@ -87,6 +87,8 @@ type inSession struct {
 	view    uint64
 	listed  bool
 	created time.Time
+	// activity is for idle expiry (sessionexpiry.go).
+	activity sessionActivity
 }
 
 // sessionTable implements mcp-go's SessionIdManager with 32-hex ids.
@@ -225,9 +227,12 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcRefuse(w, aerr.status, aerr.msg)
 		return
 	}
+	// The request keeps its session from idling out (sessionexpiry.go).
+	sess := f.sessions.beginRequest(r.Header.Get(protocol.HeaderMCPSessionID))
+	defer f.sessions.endRequest(sess)
 	// A session keeps the role it was initialized with: a request without
 	// a role speaks for it, one naming another role is refused.
-	if sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID)); sess != nil {
+	if sess != nil {
 		sess.mu.Lock()
 		bound := sess.role
 		sess.mu.Unlock()
