@@ -57,6 +57,8 @@ type child struct {
 	closed  bool
 
 	nextID atomic.Int64
+	// liveness is what /readyz knows of the server (liveness.go).
+	liveness liveness
 }
 
 // generation is one open MCP client session.
@@ -303,12 +305,14 @@ func (c *child) request(ctx context.Context, method string, params ...[]byte) (j
 		}
 		res, err := c.send(ctx, g, method, params)
 		if err == nil {
+			c.liveness.answered()
 			return res, nil
 		}
 		var de *deliveryError
 		if !errors.As(err, &de) || ctx.Err() != nil {
 			return nil, err // child answered, or our own deadline: keep the generation
 		}
+		c.liveness.lost()
 		c.retire(g)
 		if de.reached || attempt > 0 {
 			return nil, err
