@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"errors"
 	"io"
 )
 
@@ -48,11 +47,19 @@ func readBody(buf *bytes.Buffer, r io.Reader, size, hint int64) (body []byte, in
 	chunks := [][]byte{buf.Bytes()}
 	total := buf.Len()
 	for {
+		// Not io.ReadFull: it reports a short last chunk as
+		// io.ErrUnexpectedEOF, which is also how a cut-off body ends.
 		c := make([]byte, bodyChunk)
-		n, err := io.ReadFull(r, c)
+		n := 0
+		var err error
+		for n < len(c) && err == nil {
+			var k int
+			k, err = r.Read(c[n:])
+			n += k
+		}
 		chunks = append(chunks, c[:n])
 		total += n
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		if err == io.EOF {
 			break
 		}
 		if err != nil {
