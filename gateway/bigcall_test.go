@@ -149,6 +149,9 @@ func TestLargeCallMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("moves 64 MiB through three processes")
 	}
+	if raceEnabled {
+		t.Skip("the race detector's shadow memory swamps the RSS figures")
+	}
 	size := int64(32 << 20)
 	if mib, err := strconv.Atoi(os.Getenv("AGENTENV_BIGCALL_MIB")); err == nil && mib > 0 {
 		size = int64(mib) << 20 // for measurements at other sizes

@@ -148,8 +148,8 @@ func TestSessionIdleExpiryOff(t *testing.T) {
 // TestAbandonedSessionsMemory measures what 5,000 initialized and
 // abandoned sessions hold, and that expiry gives it back.
 func TestAbandonedSessionsMemory(t *testing.T) {
-	if testing.Short() {
-		t.Skip("opens 5,000 sessions")
+	if testing.Short() || raceEnabled {
+		t.Skip("opens 5,000 sessions (slow under the race detector)")
 	}
 	synctest.Test(t, func(t *testing.T) {
 		const sessions = 5000
