@@ -60,20 +60,21 @@ func appendTruncation(dst, raw []byte, max int) []byte {
 	dst = hex.AppendEncode(dst, sum[:])
 	dst = append(dst, `","head":`...)
 	budget := max - markerOverhead
-	for n := budget; ; n /= 2 {
-		if n <= 0 {
-			dst = append(dst, `""`...)
-			break
-		}
+	head := []byte(`""`)
+	for n := budget; n > 0; {
 		cut := min(n, len(raw))
 		for cut > 0 && cut < len(raw) && !utf8.RuneStart(raw[cut]) {
 			cut--
 		}
-		// Escaping can grow the text (up to 6x for control bytes).
-		if head := appendJSONString(nil, string(raw[:cut])); len(head) <= budget {
-			dst = append(dst, head...)
+		// Escaping can grow the text (up to 6x for control bytes):
+		// shrink in proportion until it fits.
+		h := appendJSONString(nil, string(raw[:cut]))
+		if len(h) <= budget {
+			head = h
 			break
 		}
+		n = min(cut-1, cut*budget/len(h))
 	}
+	dst = append(dst, head...)
 	return append(dst, '}')
 }

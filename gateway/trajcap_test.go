@@ -108,4 +108,9 @@ func TestCapValueEdges(t *testing.T) {
 			t.Errorf("max %d: marker of %d bytes", max, len(got))
 		}
 	}
+	// The head takes what the marker leaves of the cap.
+	plain := []byte(`"` + strings.Repeat("a", 10000) + `"`)
+	if got := capValue(plain, 4096); len(got) > 4096 || len(got) < 4096-markerOverhead {
+		t.Errorf("marker of %d bytes for a cap of 4096", len(got))
+	}
 }
