@@ -47,7 +47,11 @@ func benchEchoTool(name string) server.ServerTool {
 // "LISTEN <url>" and runs until its stdin closes, so it never outlives
 // the benchmark that started it.
 func serveBenchProcess(role, target string) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if a := os.Getenv("AGENTENV_BENCH_ADDR"); a != "" {
+		addr = a // a restarted server keeps its port
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -111,10 +115,11 @@ type benchProcess struct {
 	URL string
 }
 
-func startBenchProcess(b *testing.B, role, target string) *benchProcess {
+func startBenchProcess(b testing.TB, role, target string, env ...string) *benchProcess {
 	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchServeEnv+"="+role, "AGENTENV_BENCH_TARGET="+target)
+	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -128,6 +133,9 @@ func startBenchProcess(b *testing.B, role, target string) *benchProcess {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() {
+		if cmd.ProcessState != nil {
+			return // the test stopped it itself
+		}
 		stdin.Close() // the process exits when its stdin closes
 		if err := cmd.Wait(); err != nil {
 			b.Errorf("%s process: %v", role, err)

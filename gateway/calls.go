@@ -241,6 +241,7 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
+		args = capValue(args, g.traj.maxField)
 		callFields := make([]field, 0, 2)
 		if source != "" {
 			callFields = append(callFields, field{"source", jsonString(source)})
@@ -268,9 +269,9 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 			if errors.As(err, &ce) {
 				text = ce.mcpText()
 			}
-			resFields = append(resFields, field{"tool_call_result", errorResult(text)})
+			resFields = append(resFields, field{"tool_call_result", capResult(errorResult(text), g.traj.maxField)})
 		default:
-			resFields = append(resFields, field{"tool_call_result", compactOrRaw(res.Raw)})
+			resFields = append(resFields, field{"tool_call_result", compactOrRaw(capResult(res.Raw, g.traj.maxField))})
 			if !res.Native {
 				resFields = append(resFields, field{"changelog_id", int64JSON(res.ChangelogID)})
 			}
@@ -338,7 +339,8 @@ func (g *Gateway) dispatch(ctx context.Context, call *ToolCall) (*ToolResult, er
 		cctx = context.WithValue(cctx, progressKey{}, &progressRelay{childToken: tok, agentToken: call.ProgressToken, send: call.Progress})
 		meta = withProgressToken(meta, tok)
 	}
-	raw, err := ch.request(cctx, "tools/call", callParams(entry.childName, call.Arguments, meta))
+	params := callParams(entry.childName, call.Arguments, meta)
+	raw, err := ch.request(cctx, "tools/call", params[:]...)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 			return nil, &CallError{Kind: ErrToolTimeout, Tool: call.Tool, Timeout: timeout}

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +57,8 @@ type child struct {
 	closed  bool
 
 	nextID atomic.Int64
+	// liveness is what /readyz knows of the server (liveness.go).
+	liveness liveness
 }
 
 // generation is one open MCP client session.
@@ -290,8 +294,10 @@ func (e *deliveryError) Unwrap() error { return e.err }
 // applying the dead-session table of gateway.md §3: a request that never
 // reached the child (refused connection, 404 on the session) retires the
 // generation and is retried once on a new one; a connection lost after the
-// request was written retires the generation and is not retried.
-func (c *child) request(ctx context.Context, method string, params []byte) (json.RawMessage, error) {
+// request was written retires the generation and is not retried. params is
+// the params value in pieces, sent one after the other (callParams), so a
+// large argument object is written from the caller's bytes, never copied.
+func (c *child) request(ctx context.Context, method string, params ...[]byte) (json.RawMessage, error) {
 	for attempt := 0; ; attempt++ {
 		g, err := c.session(ctx)
 		if err != nil {
@@ -299,12 +305,14 @@ func (c *child) request(ctx context.Context, method string, params []byte) (json
 		}
 		res, err := c.send(ctx, g, method, params)
 		if err == nil {
+			c.liveness.answered()
 			return res, nil
 		}
 		var de *deliveryError
 		if !errors.As(err, &de) || ctx.Err() != nil {
 			return nil, err // child answered, or our own deadline: keep the generation
 		}
+		c.liveness.lost()
 		c.retire(g)
 		if de.reached || attempt > 0 {
 			return nil, err
@@ -318,18 +326,32 @@ func (c *child) request(ctx context.Context, method string, params []byte) (json
 // application/json or text/event-stream answer) instead of the mcp-go
 // transport's, because it runs on every proxied call; the mcp-go client
 // still owns the session: initialize and the listening stream.
-func (c *child) send(ctx context.Context, g *generation, method string, params []byte) (json.RawMessage, error) {
+func (c *child) send(ctx context.Context, g *generation, method string, params [][]byte) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	body := make([]byte, 0, len(params)+64)
-	body = append(body, `{"jsonrpc":"2.0","id":`...)
-	body = strconv.AppendInt(body, id, 10)
-	body = append(body, `,"method":`...)
-	body = appendJSONString(body, method)
-	if len(params) > 0 {
-		body = append(body, `,"params":`...)
-		body = append(body, params...)
+	n := 0
+	for _, p := range params {
+		n += len(p)
 	}
-	body = append(body, '}')
+	head := make([]byte, 0, 64+min(n, maxFlatBody))
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = strconv.AppendInt(head, id, 10)
+	head = append(head, `,"method":`...)
+	head = appendJSONString(head, method)
+	if n > 0 {
+		head = append(head, `,"params":`...)
+	}
+	// A small request is one buffer (one write on the hot path); a large
+	// one goes out as the caller's pieces.
+	var body net.Buffers
+	if n <= maxFlatBody {
+		for _, p := range params {
+			head = append(head, p...)
+		}
+		body = net.Buffers{append(head, '}')}
+	} else {
+		body = make(net.Buffers, 0, len(params)+2)
+		body = append(append(append(body, head), params...), closeBrace)
+	}
 	if c.raw != nil && g.rawHeaders != nil {
 		return c.sendRaw(ctx, g, id, body)
 	}
@@ -342,10 +364,19 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 			}
 		},
 	})
-	req, err := http.NewRequestWithContext(tctx, http.MethodPost, c.server.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, c.server.URL, http.NoBody)
 	if err != nil {
 		return nil, err
 	}
+	if len(body) == 1 {
+		flat := body[0]
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(flat)), nil }
+	} else {
+		pieces := slices.Clone(body)
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(readerOf(pieces)), nil }
+	}
+	req.Body, _ = req.GetBody()
+	req.ContentLength = bodyLen(body)
 	req.Header = g.headers // read-only, shared by every request of the generation
 	resp, err := c.httpc.Do(req)
 	if err != nil {
@@ -357,7 +388,7 @@ func (c *child) send(ctx context.Context, g *generation, method string, params [
 
 // sendRaw is send on the raw client (rawclient.go); the outcomes and
 // errors are the same as on net/http's.
-func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body []byte) (json.RawMessage, error) {
+func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body net.Buffers) (json.RawMessage, error) {
 	ex, wrote, err := c.raw.do(ctx, g.rawHeaders, body)
 	if err != nil {
 		if errors.Is(err, errChildClosed) {
@@ -404,19 +435,20 @@ func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *c
 		}
 		return res, err
 	}
-	// decodeResponse copies what it keeps, so the read buffer is pooled.
+	// A small answer is read into a pooled buffer and its result copied
+	// out; a large one is held once and the result aliases it.
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
+	size, hint := resp.length, min(resp.hint, maxChildResponse)
+	if size > maxChildResponse {
+		size = -1 // the limit below cuts it
+	}
+	raw, inBuf, err := readBody(buf, io.LimitReader(resp.body, maxChildResponse), size, hint)
 	defer func() {
-		if buf.Cap() <= 1<<20 {
+		if buf.Cap() <= maxPooledBody {
 			bodyPool.Put(buf)
 		}
 	}()
-	if resp.length > 0 && resp.length <= maxChildResponse {
-		buf.Grow(int(resp.length) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(io.LimitReader(resp.body, maxChildResponse))
-	raw := buf.Bytes()
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(context.Cause(ctx), errCancelledByClient) {
@@ -427,6 +459,9 @@ func (c *child) readAnswer(ctx context.Context, g *generation, id int64, resp *c
 		return nil, &deliveryError{err: err, reached: true}
 	}
 	if res, err, ok := decodeResponse(raw, wantID); ok {
+		if inBuf {
+			res = bytes.Clone(res)
+		}
 		return res, err
 	}
 	return nil, fmt.Errorf("%s answered HTTP %d: %s", c.server.Name, resp.status, truncate(string(raw), 300))
@@ -511,8 +546,8 @@ func decodeResponse(raw []byte, wantID string) (json.RawMessage, error, bool) {
 	if len(result) == 0 {
 		return nil, fmt.Errorf("response without result"), true
 	}
-	// raw is usually a pooled read buffer: the result outlives it.
-	return bytes.Clone(result), nil, true
+	// The result aliases raw: a caller that reuses raw copies it.
+	return result, nil, true
 }
 
 // readSSE reads an event-stream answer until the response with wantID.
@@ -526,9 +561,14 @@ func (c *child) readSSE(ctx context.Context, r io.Reader, wantID string) (json.R
 		if data.Len() == 0 {
 			return nil, nil, false
 		}
-		msg := append([]byte(nil), data.Bytes()...)
-		data.Reset()
+		msg := data.Bytes()
+		defer data.Reset()
 		if res, err, ok := decodeResponse(msg, wantID); ok {
+			// The stream ends here: data is never reused, and a
+			// large result keeps aliasing it.
+			if len(res) <= maxPooledBody {
+				res = bytes.Clone(res)
+			}
 			return res, err, true
 		}
 		var n struct {
@@ -621,18 +661,38 @@ func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 
 // callParams renders the tools/call params sent to a child: a new request
 // (never the inbound one, pitfall 2) with the caller's argument bytes
-// verbatim and only the gateway's _meta (an object, or nil for none).
-func callParams(name string, args json.RawMessage, meta []byte) []byte {
-	b := make([]byte, 0, len(args)+len(name)+len(meta)+32)
+// verbatim and only the gateway's _meta (an object, or nil for none). The
+// pieces are what comes before the arguments, the arguments themselves
+// (never copied), and what follows them.
+func callParams(name string, args json.RawMessage, meta []byte) [3][]byte {
+	b := make([]byte, 0, len(name)+len(meta)+32)
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, name)
 	if len(args) > 0 {
 		b = append(b, `,"arguments":`...)
-		b = append(b, args...)
 	}
+	tail := len(b)
 	if len(meta) > 0 {
 		b = append(b, `,"_meta":`...)
 		b = append(b, meta...)
 	}
-	return append(b, '}')
+	b = append(b, '}')
+	return [3][]byte{b[:tail], args, b[tail:]}
+}
+
+var closeBrace = []byte{'}'}
+
+// readerOf reads the pieces in order without consuming body itself (a
+// retried request reads them again).
+func readerOf(body net.Buffers) io.Reader {
+	r := slices.Clone(body)
+	return &r
+}
+
+func bodyLen(body net.Buffers) int64 {
+	var n int64
+	for _, b := range body {
+		n += int64(len(b))
+	}
+	return n
 }

@@ -138,6 +138,16 @@ type Config struct {
 	// CardTTL is the composed-card cache lifetime; 5 s when zero, no cache
 	// when negative.
 	CardTTL time.Duration
+	// TrajectoryMaxFieldBytes caps each value the trajectory stores (a
+	// call's arguments, its result, each payload field of other events);
+	// a larger one is replaced by a marker. 64 KiB when zero, no cap when
+	// negative (GATEWAY_TRAJECTORY_MAX_FIELD_BYTES, where 0 means no cap).
+	TrajectoryMaxFieldBytes int64
+	// SessionIdleTimeout ends an inbound MCP session that saw no request
+	// for that long (its later requests get 404, so the client
+	// re-initializes). 30 min when zero, never when negative
+	// (GATEWAY_SESSION_IDLE_TIMEOUT_S, where 0 means never).
+	SessionIdleTimeout time.Duration
 	// ControlToken, when set (GATEWAY_CONTROL_TOKEN), is required as
 	// "Authorization: Bearer <token>" on /tools/*, /clock/* (but GET
 	// /clock/time), /triggers/*, the data plane and /svc/mcp-*; it is also
@@ -156,6 +166,9 @@ const (
 	DefaultServerTimeout = 180 * time.Second
 	DefaultMaxBodyBytes  = 8 << 20
 	DefaultCardTTL       = 5 * time.Second
+	// DefaultTrajectoryMaxFieldBytes and DefaultSessionIdleTimeout are ours.
+	DefaultTrajectoryMaxFieldBytes = 64 << 10
+	DefaultSessionIdleTimeout      = 30 * time.Minute
 )
 
 // ConfigError is a malformed configuration variable.
@@ -177,6 +190,7 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		Host: DefaultHost, Port: DefaultPort, Name: DefaultName, Mode: ModePerformance,
 		ServerTimeout: DefaultServerTimeout, Prefix: PrefixNone, Collisions: CollisionSkip,
 		MaxBodyBytes: DefaultMaxBodyBytes, CardTTL: DefaultCardTTL,
+		TrajectoryMaxFieldBytes: DefaultTrajectoryMaxFieldBytes, SessionIdleTimeout: DefaultSessionIdleTimeout,
 	}
 	if v := getenv("MCP_HOST"); v != "" {
 		c.Host = v
@@ -223,6 +237,19 @@ func ConfigFromEnv(getenv func(string) string) (*Config, error) {
 		c.MaxBodyBytes = n
 	}
 	if c.CardTTL, err = secondsVar(getenv, "GATEWAY_CARD_TTL_S", DefaultCardTTL, true); err != nil {
+		return nil, err
+	}
+	if v := getenv("GATEWAY_TRAJECTORY_MAX_FIELD_BYTES"); v != "" {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		if err != nil || n < 0 {
+			return nil, &ConfigError{"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES", fmt.Sprintf("must be a non-negative integer (0: no cap), got %q", v)}
+		}
+		c.TrajectoryMaxFieldBytes = n
+		if n == 0 {
+			c.TrajectoryMaxFieldBytes = -1
+		}
+	}
+	if c.SessionIdleTimeout, err = secondsVar(getenv, "GATEWAY_SESSION_IDLE_TIMEOUT_S", DefaultSessionIdleTimeout, true); err != nil {
 		return nil, err
 	}
 	c.ControlToken = getenv("GATEWAY_CONTROL_TOKEN")
@@ -385,6 +412,12 @@ func (c Config) withDefaults() (*Config, error) {
 	}
 	if c.CardTTL == 0 {
 		c.CardTTL = DefaultCardTTL
+	}
+	if c.TrajectoryMaxFieldBytes == 0 {
+		c.TrajectoryMaxFieldBytes = DefaultTrajectoryMaxFieldBytes
+	}
+	if c.SessionIdleTimeout == 0 {
+		c.SessionIdleTimeout = DefaultSessionIdleTimeout
 	}
 	if c.TrajectoryFile == "" {
 		var b [4]byte

@@ -17,7 +17,8 @@ func TestConfigFromEnvDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := &Config{Host: "0.0.0.0", Port: 18765, Name: "env", Mode: ModePerformance, ServerTimeout: 180 * time.Second,
-		Prefix: PrefixNone, Collisions: CollisionSkip, MaxBodyBytes: 8388608, CardTTL: 5 * time.Second}
+		Prefix: PrefixNone, Collisions: CollisionSkip, MaxBodyBytes: 8388608, CardTTL: 5 * time.Second,
+		TrajectoryMaxFieldBytes: 65536, SessionIdleTimeout: 30 * time.Minute}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Fatalf("defaults (-want +got):\n%s", d)
 	}
@@ -32,6 +33,7 @@ func TestConfigFromEnvValues(t *testing.T) {
 		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl", "GATEWAY_INTERNAL_SERVER_TIMEOUT_S": "2.5",
 		"GATEWAY_TOOL_PREFIX": "server", "GATEWAY_TOOL_COLLISIONS": "fail", "GATEWAY_MAX_BODY_BYTES": "1024",
 		"GATEWAY_CARD_TTL_S": "0", "SERVICE_DB_URL": "postgres://x",
+		"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES": "4096", "GATEWAY_SESSION_IDLE_TIMEOUT_S": "90",
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +43,8 @@ func TestConfigFromEnvValues(t *testing.T) {
 		RESTProxies: []Upstream{{"mcp-slack", "http://slack:8001"}, {"site", "https://w.example"}},
 		Websites:    []Upstream{{"shop", "http://shop:3000"}}, Mode: ModeConsistent, ServiceDBURL: "postgres://x",
 		TrajectoryFile: "/var/log/agentenv/trajectory.jsonl", ServerTimeout: 2500 * time.Millisecond,
-		Prefix: PrefixServer, Collisions: CollisionFail, MaxBodyBytes: 1024, CardTTL: -1}
+		Prefix: PrefixServer, Collisions: CollisionFail, MaxBodyBytes: 1024, CardTTL: -1,
+		TrajectoryMaxFieldBytes: 4096, SessionIdleTimeout: 90 * time.Second}
 	if d := cmp.Diff(want, c); d != "" {
 		t.Fatalf("(-want +got):\n%s", d)
 	}
@@ -72,6 +75,9 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		{map[string]string{"GATEWAY_TOOL_COLLISIONS": "ignore"}, "GATEWAY_TOOL_COLLISIONS", "skip"},
 		{map[string]string{"GATEWAY_MAX_BODY_BYTES": "-1"}, "GATEWAY_MAX_BODY_BYTES", "positive"},
 		{map[string]string{"GATEWAY_CARD_TTL_S": "-5"}, "GATEWAY_CARD_TTL_S", "seconds"},
+		{map[string]string{"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES": "-1"}, "GATEWAY_TRAJECTORY_MAX_FIELD_BYTES", "non-negative"},
+		{map[string]string{"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES": "64k"}, "GATEWAY_TRAJECTORY_MAX_FIELD_BYTES", "integer"},
+		{map[string]string{"GATEWAY_SESSION_IDLE_TIMEOUT_S": "soon"}, "GATEWAY_SESSION_IDLE_TIMEOUT_S", "seconds"},
 	}
 	for _, tc := range cases {
 		_, err := ConfigFromEnv(envOf(tc.env))
@@ -79,6 +85,17 @@ func TestConfigFromEnvErrors(t *testing.T) {
 		if !errors.As(err, &ce) || ce.Var != tc.varName || !strings.Contains(err.Error(), tc.text) {
 			t.Errorf("%v: err = %v; want a ConfigError on %s mentioning %q", tc.env, err, tc.varName, tc.text)
 		}
+	}
+}
+
+// Zero means "no cap" and "never" in the environment, as for the card TTL.
+func TestConfigFromEnvZeroDisables(t *testing.T) {
+	c, err := ConfigFromEnv(envOf(map[string]string{"GATEWAY_TRAJECTORY_MAX_FIELD_BYTES": "0", "GATEWAY_SESSION_IDLE_TIMEOUT_S": "0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TrajectoryMaxFieldBytes >= 0 || c.SessionIdleTimeout >= 0 {
+		t.Fatalf("0 should disable: max field %d, idle timeout %s", c.TrajectoryMaxFieldBytes, c.SessionIdleTimeout)
 	}
 }
 

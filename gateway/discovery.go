@@ -37,11 +37,12 @@ func (g *Gateway) waitForServers(ctx context.Context) error {
 	return nil
 }
 
-func (g *Gateway) waitOne(ctx context.Context, s Server) error {
-	deadline := time.Now().Add(g.cfg.ServerTimeout)
+// answers is the readiness probe of §2 step 2: GET <base>/ready is 200, or
+// GET <mcp url> is below 500, each request within perRequest.
+func (g *Gateway) answers(ctx context.Context, s Server, perRequest time.Duration) bool {
 	base := strings.TrimSuffix(strings.TrimRight(s.URL, "/"), "/mcp")
 	probe := func(url string, ok func(int) bool) bool {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, perRequest)
 		defer cancel()
 		req, err := http.NewRequestWithContext(pctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -54,10 +55,15 @@ func (g *Gateway) waitOne(ctx context.Context, s Server) error {
 		resp.Body.Close()
 		return ok(resp.StatusCode)
 	}
+	return probe(base+"/ready", func(c int) bool { return c == http.StatusOK }) ||
+		probe(s.URL, func(c int) bool { return c < 500 })
+}
+
+func (g *Gateway) waitOne(ctx context.Context, s Server) error {
+	deadline := time.Now().Add(g.cfg.ServerTimeout)
 	var lastErr string
 	for {
-		if probe(base+"/ready", func(c int) bool { return c == http.StatusOK }) ||
-			probe(s.URL, func(c int) bool { return c < 500 }) {
+		if g.answers(ctx, s, 5*time.Second) {
 			g.waitState.Store(s.Name, "ready")
 			return nil
 		}

@@ -38,6 +38,10 @@
 //     tool call never waits on disk; ids continue across restarts.
 //   - card.go, dataplane.go, proxy.go: the composed card (cached with
 //     background revalidation), /agentenv forwarding and /svc, /website.
+//   - bodies.go, trajcap.go: large calls are held once each way, and the
+//     trajectory stores at most GATEWAY_TRAJECTORY_MAX_FIELD_BYTES per value.
+//   - sessionexpiry.go, liveness.go: idle inbound sessions end, and /readyz
+//     follows backing servers that stop answering after startup.
 //
 // The virtual clock and the trigger engine live in the subpackages vclock
 // and triggers; the gateway mounts their routes and feeds them every

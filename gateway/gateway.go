@@ -159,6 +159,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 		g.clock = vclock.New(nil)
 	}
 	g.traj = openTrajectory(c.TrajectoryFile, g.log, g.clock.Now)
+	g.traj.maxField = int(max(c.TrajectoryMaxFieldBytes, 0))
 
 	g.reg = newRegistry(c)
 	g.listMu = make([]sync.Mutex, len(c.Servers))
@@ -199,6 +200,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	}
 	g.card = newCardCache(g)
 	g.mcp = newMCPFront(g)
+	g.startSessionExpiry()
 	g.buildRoutes()
 	g.mountEngines()
 	return g, nil

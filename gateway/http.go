@@ -76,7 +76,8 @@ func isControlPath(method, p string) bool {
 }
 
 // serveReadyz is 200 once the startup wait is done and discovery has
-// succeeded, else 503, with each server's state.
+// succeeded, and while every backing server answers, else 503, with each
+// server's state.
 func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	servers := map[string]string{}
 	problems := map[string][]string{}
@@ -99,6 +100,13 @@ func (g *Gateway) serveReadyz(w http.ResponseWriter, r *http.Request) {
 	failErr := g.reg.failErr
 	g.reg.mu.RUnlock()
 	ready := started && g.reg.discovered()
+	if started {
+		// A server that stopped answering since startup (liveness.go).
+		for name, why := range g.unresponsive(r.Context()) {
+			servers[name] = "error: " + why
+			ready = false
+		}
+	}
 	body := map[string]any{"ready": ready, "servers": servers}
 	if len(problems) > 0 {
 		body["errors"] = problems

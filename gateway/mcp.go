@@ -9,7 +9,9 @@ import (
 	"errors"
 	"hash/fnv"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -85,6 +87,8 @@ type inSession struct {
 	view    uint64
 	listed  bool
 	created time.Time
+	// activity is for idle expiry (sessionexpiry.go).
+	activity sessionActivity
 }
 
 // sessionTable implements mcp-go's SessionIdManager with 32-hex ids.
@@ -223,9 +227,12 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcRefuse(w, aerr.status, aerr.msg)
 		return
 	}
+	// The request keeps its session from idling out (sessionexpiry.go).
+	sess := f.sessions.beginRequest(r.Header.Get(protocol.HeaderMCPSessionID))
+	defer f.sessions.endRequest(sess)
 	// A session keeps the role it was initialized with: a request without
 	// a role speaks for it, one naming another role is refused.
-	if sess := f.sessions.get(r.Header.Get(protocol.HeaderMCPSessionID)); sess != nil {
+	if sess != nil {
 		sess.mu.Lock()
 		bound := sess.role
 		sess.mu.Unlock()
@@ -245,15 +252,21 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	buf := bodyPool.Get().(*bytes.Buffer)
 	buf.Reset()
+	size := r.ContentLength
+	if size > mcpBodyLimit {
+		size = -1 // refused below, without allocating for it
+	}
+	body, inBuf, err := readBody(buf, http.MaxBytesReader(w, r.Body, mcpBodyLimit), size, 0)
+	// A pooled buffer is reused after the request, so everything below
+	// copies what it keeps of it (the tools path clones what it decoded;
+	// mcp-go reads its own copy); a large body is never reused, and the
+	// call's arguments alias it.
+	pooled := inBuf && buf.Cap() <= maxPooledBody
 	defer func() {
-		if buf.Cap() <= 1<<20 {
+		if buf.Cap() <= maxPooledBody {
 			bodyPool.Put(buf)
 		}
 	}()
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, mcpBodyLimit))
-	// Everything below copies what it keeps (the tools path clones what
-	// it decoded; mcp-go reads its own copy), so the buffer can be reused.
-	body := buf.Bytes()
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
@@ -273,9 +286,11 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		len(msg.ID) > 0 && string(msg.ID) != "null" && f.versionOK(r) {
 		// (a wrong "jsonrpc" is answered by serveTools after the session
 		// check, as mcp-go does for the methods it serves.)
-		// The body buffer is reused after this request, but the call's
-		// arguments live on in trajectory events and triggers.
-		msg.ID, msg.Params = bytes.Clone(msg.ID), bytes.Clone(msg.Params)
+		// A pooled body buffer is reused after this request, but the
+		// call's arguments live on in trajectory events and triggers.
+		if pooled {
+			msg.ID, msg.Params = bytes.Clone(msg.ID), bytes.Clone(msg.Params)
+		}
 		f.serveTools(w, r, &msg)
 		return
 	}
@@ -387,7 +402,7 @@ func (f *mcpFront) serveBatch(w http.ResponseWriter, r *http.Request, batch []js
 		}
 		switch m.Method {
 		case string(mcp.MethodToolsList), string(mcp.MethodToolsCall):
-			out = append(out, f.answer(r, sess, m, nil))
+			out = append(out, f.answer(r, sess, m, nil).bytes())
 		default:
 			out = append(out, rpcBytes(m.ID, nil, &protocol.Error{Code: protocol.CodeMethodNotFound, Message: "method not supported in a batch: " + m.Method}))
 		}
@@ -448,16 +463,28 @@ func (f *mcpFront) serveTools(w http.ResponseWriter, r *http.Request, msg *rpcMe
 	if msg.Method == string(mcp.MethodToolsCall) && strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		sse = &sseStream{w: w}
 	}
-	b := f.answer(r, sess, msg, sse)
+	rep := f.answer(r, sess, msg, sse)
 	if sse != nil && sse.started {
-		sse.event(b)
+		sse.event(rep.parts()...)
 		return
 	}
 	// Assigned, not Set: a shared, never-modified value saves canonicalising
 	// the key and allocating a slice on every call.
 	w.Header()["Content-Type"] = jsonContentType
+	if len(rep.result) <= maxFlatBody {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(append(rep.bytes(), '\n'))
+		return
+	}
+	// A large result is written from where it is, not copied into one
+	// message first.
+	parts := rep.parts()
+	w.Header().Set("Content-Length", strconv.FormatInt(bodyLen(parts)+1, 10))
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(append(b, '\n'))
+	for _, p := range parts {
+		_, _ = w.Write(p)
+	}
+	_, _ = w.Write([]byte{'\n'})
 }
 
 var jsonContentType = []string{"application/json"}
@@ -469,7 +496,7 @@ type sseStream struct {
 	started bool
 }
 
-func (s *sseStream) event(msg []byte) {
+func (s *sseStream) event(msg ...[]byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.started {
@@ -479,13 +506,38 @@ func (s *sseStream) event(msg []byte) {
 		s.started = true
 	}
 	_, _ = s.w.Write([]byte("event: message\ndata: "))
-	_, _ = s.w.Write(msg)
+	for _, p := range msg {
+		_, _ = s.w.Write(p)
+	}
 	_, _ = s.w.Write([]byte("\n\n"))
 	_ = http.NewResponseController(s.w).Flush()
 }
 
-// answer runs one tools/list or tools/call and renders its response.
-func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse *sseStream) []byte {
+// rpcReply is one JSON-RPC response, rendered when written.
+type rpcReply struct {
+	id     json.RawMessage
+	result json.RawMessage
+	err    *protocol.Error
+}
+
+// bytes renders the reply as one message.
+func (r rpcReply) bytes() []byte { return rpcBytes(r.id, r.result, r.err) }
+
+// parts renders the reply as the pieces around the result, which is not
+// copied.
+func (r rpcReply) parts() net.Buffers {
+	if r.err != nil || len(r.result) <= maxFlatBody {
+		return net.Buffers{r.bytes()}
+	}
+	head := make([]byte, 0, len(r.id)+32)
+	head = append(head, `{"jsonrpc":"2.0","id":`...)
+	head = append(head, r.id...)
+	head = append(head, `,"result":`...)
+	return net.Buffers{head, r.result, closeBrace}
+}
+
+// answer runs one tools/list or tools/call and returns its response.
+func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse *sseStream) rpcReply {
 	sess.mu.Lock()
 	role := sess.role
 	sess.mu.Unlock()
@@ -502,7 +554,7 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse
 	case string(mcp.MethodToolsCall):
 		p, ok := decodeCallParams(msg.Params)
 		if !ok {
-			return rpcBytes(msg.ID, nil, &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"})
+			return rpcReply{id: msg.ID, err: &protocol.Error{Code: protocol.CodeInvalidParams, Message: "invalid params: tools/call needs a string 'name'"}}
 		}
 		call := &ToolCall{Source: SourceMCP, Role: role, Session: sess.key, Tool: p.Name, Arguments: p.Arguments}
 		if sse != nil && len(p.Meta) > 0 {
@@ -511,7 +563,7 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse
 			}
 			_ = json.Unmarshal(p.Meta, &m) // a malformed _meta is ignored, as before
 			if tok := bytes.TrimSpace(m.ProgressToken); len(tok) > 0 && string(tok) != "null" {
-				call.ProgressToken, call.Progress = tok, sse.event
+				call.ProgressToken, call.Progress = tok, func(n []byte) { sse.event(n) }
 			}
 		}
 		// notifications/cancelled from the agent cancels this call (and the
@@ -533,7 +585,7 @@ func (f *mcpFront) answer(r *http.Request, sess *inSession, msg *rpcMessage, sse
 			result = res.Raw
 		}
 	}
-	return rpcBytes(msg.ID, result, nil)
+	return rpcReply{id: msg.ID, result: result}
 }
 
 // callParams is what the gateway reads of tools/call params.

@@ -160,7 +160,9 @@ type rawExchange struct {
 // do writes the request (headers is the generation's prebuilt header
 // block, ending in "\r\n" per line, without Content-Length) and reads the
 // response head. wrote reports whether the request was written in full.
-func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *rawExchange, wrote bool, err error) {
+// A body of one piece is written with the head in one write; a body in
+// pieces (a large call) is written from them as they are (writev).
+func (rc *rawClient) do(ctx context.Context, headers []byte, body net.Buffers) (ex *rawExchange, wrote bool, err error) {
 	c, reused, err := rc.get(ctx)
 	if err != nil {
 		return nil, false, err
@@ -175,9 +177,11 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 	buf = append(buf, rc.prefix...)
 	buf = append(buf, headers...)
 	buf = append(buf, "Content-Length: "...)
-	buf = strconv.AppendInt(buf, int64(len(body)), 10)
+	buf = strconv.AppendInt(buf, bodyLen(body), 10)
 	buf = append(buf, "\r\n\r\n"...)
-	buf = append(buf, body...)
+	if len(body) == 1 {
+		buf = append(buf, body[0]...)
+	}
 	*bp = buf
 	var stop func() bool
 	fail := func(err error) (*rawExchange, bool, error) {
@@ -192,7 +196,14 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body []byte) (ex *r
 		// A cancelled or timed-out call interrupts blocking I/O at once.
 		nc := c.nc
 		stop = context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
-		_, err := c.nc.Write(buf)
+		var err error
+		if len(body) == 1 {
+			_, err = c.nc.Write(buf)
+		} else {
+			out := make(net.Buffers, 0, len(body)+1)
+			out = append(append(out, buf), body...)
+			_, err = out.WriteTo(c.nc)
+		}
 		if err == nil {
 			break
 		}

@@ -17,7 +17,7 @@ import (
 // rawRoundTrip runs one request through rc and returns the body.
 func rawRoundTrip(ctx context.Context, t *testing.T, rc *rawClient, body string) (string, error) {
 	t.Helper()
-	ex, _, err := rc.do(ctx, []byte("Content-Type: application/json\r\n"), []byte(body))
+	ex, _, err := rc.do(ctx, []byte("Content-Type: application/json\r\n"), net.Buffers{[]byte(body)})
 	if err != nil {
 		return "", err
 	}
@@ -104,7 +104,7 @@ func TestRawClientCancelInterruptsAWaitingCall(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		_, wrote, err := rc.do(ctx, nil, []byte("{}"))
+		_, wrote, err := rc.do(ctx, nil, net.Buffers{[]byte("{}")})
 		if !wrote {
 			err = errors.New("request not reported as written")
 		}

@@ -20,8 +20,12 @@ type childResponse struct {
 	status int
 	ctype  string // Content-Type, as sent
 	length int64  // Content-Length; -1 when the body is chunked or runs to EOF
-	close  bool   // the connection cannot carry another request after this answer
-	body   io.Reader
+	// hint is the size of a chunked body's first chunk when it was known
+	// at once (0 otherwise): a server that writes its whole answer in one
+	// write, as net/http servers encoding JSON do, announces the length there.
+	hint  int64
+	close bool // the connection cannot carry another request after this answer
+	body  io.Reader
 }
 
 func fromHTTP(resp *http.Response) *childResponse {
@@ -118,12 +122,29 @@ func readResponseHead(br *bufio.Reader) (*childResponse, error) {
 		r.length, r.body = 0, http.NoBody
 	case chunked:
 		r.length, r.body = -1, &chunkedBody{br: br, cr: httputil.NewChunkedReader(br)}
+		r.hint = firstChunkSize(br)
 	case haveLength:
 		r.body = io.LimitReader(br, r.length)
 	default:
 		r.body, r.close = br, true
 	}
 	return r, nil
+}
+
+// firstChunkSize parses the first chunk-size line of a chunked body if it
+// is already buffered, without blocking or consuming anything; 0 when it
+// is not there yet or does not parse (the chunked reader then reports it).
+func firstChunkSize(br *bufio.Reader) int64 {
+	b, _ := br.Peek(min(br.Buffered(), 18))
+	end := bytes.IndexAny(b, ";\r\n")
+	if end <= 0 || end > 15 {
+		return 0
+	}
+	n, err := strconv.ParseInt(string(b[:end]), 16, 64)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // readHeadLine returns one header line without its line ending.

@@ -138,3 +138,20 @@ func FuzzReadResponseHead(f *testing.F) {
 		}
 	})
 }
+
+// The first chunk's size is read only from what is already buffered: a
+// short body never makes the head parser wait for bytes that will not come.
+func TestFirstChunkSizeHint(t *testing.T) {
+	for in, want := range map[string]int64{
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1f4\r\n":           500,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2000000;ext=1\r\n": 32 << 20,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3":                 0, // line not complete
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n":                  0,
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n":            0,
+	} {
+		resp, err := readResponseHead(bufio.NewReader(strings.NewReader(in)))
+		if err != nil || resp.hint != want {
+			t.Errorf("%q: hint %d (%v), want %d", in, resp.hint, err, want)
+		}
+	}
+}

@@ -34,6 +34,8 @@ type trajectory struct {
 	log   *slog.Logger
 	now   func() time.Time
 	vtime func() (time.Time, bool)
+	// maxField caps each stored value (trajcap.go); 0 means no cap.
+	maxField int
 
 	mu      sync.Mutex
 	next    int64 // next event number
@@ -198,7 +200,7 @@ func (t *trajectory) Emit(eventType string, payload json.RawMessage) string {
 			if f.key == "event_type" || f.key == "event_id" || f.key == "timestamp_utc" || f.key == "virtual_time" {
 				continue
 			}
-			fields = append(fields, field{f.key, f.value})
+			fields = append(fields, field{f.key, capValue(f.value, t.maxField)})
 		}
 	}
 	return t.emit(eventType, fields...)
