@@ -145,6 +145,14 @@ func copyOut(t *testing.T, p sandbox.Provider, opts Options) {
 		})
 	}
 
+	t.Run("OutAndBackIn", func(t *testing.T) {
+		// Passing above the folder is leaving it, even on the way back.
+		write(t, "/app/back/ok.txt", "fine")
+		link(t, "../back/ok.txt", "/app/back/x")
+		_, err := collect("/app/back", nil)
+		checkRefused(t, err, "/app/back", "x", "../back/ok.txt", sandbox.ErrLinkOutside)
+	})
+
 	t.Run("Loop", func(t *testing.T) {
 		write(t, "/app/loop/ok.txt", "fine")
 		link(t, "l2", "/app/loop/l1")
