@@ -181,6 +181,9 @@ type Sandbox interface {
 	// WriteFile creates or replaces a file, making parent folders.
 	WriteFile(ctx context.Context, path string, r io.Reader, perm fs.FileMode) error
 	// ReadFile returns a file's content; a missing file wraps fs.ErrNotExist.
+	// A symlink is followed only within the sandbox (the work folder of a
+	// local sandbox, the container's own file system); one that leads out
+	// fails with a *LinkError, and no link is ever read as an empty file.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// Stat describes a path; a missing path wraps fs.ErrNotExist.
 	Stat(ctx context.Context, path string) (fs.FileInfo, error)

@@ -83,6 +83,13 @@ func copyOut(t *testing.T, p sandbox.Provider, opts Options) {
 		if err != nil || !maps.Equal(got, map[string]string{"la": "A", "sub/lb": "A", "ldir/b.txt": "B"}) {
 			t.Errorf("named paths through links = %v, %v", got, err)
 		}
+		// ReadFile follows the same links (never reading a link as an
+		// empty file).
+		for p, want := range map[string]string{"/app/in/la": "A", "/app/in/chain": "A", "/app/in/labs": "B", "/app/in/ldir/b.txt": "B", "/app/in/ldir/lb": "A"} {
+			if b, err := sb.ReadFile(ctx, p); err != nil || string(b) != want {
+				t.Errorf("ReadFile(%s) = %q, %v; want %q", p, b, err, want)
+			}
+		}
 		if _, err := collect("/app/in", &sandbox.CopyOutOptions{Paths: []string{"ldir"}}); err == nil {
 			t.Error("a named folder was copied as a file")
 		}

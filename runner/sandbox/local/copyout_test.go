@@ -181,3 +181,30 @@ func TestCopyOutSwapRace(t *testing.T) {
 		}
 	}
 }
+
+// ReadFile keeps to the work folder too: a planted link to a host file is
+// refused by name, one to a file of the sandbox is followed.
+func TestReadFileRefusesHostFiles(t *testing.T) {
+	sb, out, outside := newCopyOutBox(t)
+	secretPath := filepath.Join(outside, "secret.txt")
+	if err := os.Symlink(secretPath, filepath.Join(out, "x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../../"+filepath.Base(sb.Dir())+"/out/ok.txt", filepath.Join(out, "y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(out, "ok.txt"), filepath.Join(sb.Dir(), "abs")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	b, err := sb.ReadFile(ctx, "/app/out/x")
+	if !errors.Is(err, sandbox.ErrLinkOutside) || !strings.Contains(err.Error(), secretPath) || strings.Contains(string(b), hostSecret) {
+		t.Errorf("ReadFile through a link to a host file = %q, %v; want ErrLinkOutside naming %s", b, err, secretPath)
+	}
+	if b, err := sb.ReadFile(ctx, "/app/out/y"); !errors.Is(err, sandbox.ErrLinkOutside) {
+		t.Errorf("ReadFile through a link out of the work folder and back = %q, %v; want ErrLinkOutside", b, err)
+	}
+	if b, err := sb.ReadFile(ctx, "abs"); err != nil || string(b) != "fine" {
+		t.Errorf("ReadFile through an absolute link inside = %q, %v", b, err)
+	}
+}
