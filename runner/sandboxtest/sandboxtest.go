@@ -12,8 +12,10 @@
 //		})
 //	}
 //
-// Sandboxes are created in VM mode; the commands used are POSIX sh, sleep
-// and cat, which a VM sandbox is expected to have.
+// Sandboxes are created in VM mode; the commands used are POSIX sh, sleep,
+// cat and ln, which a VM sandbox is expected to have. The CopyOut cases
+// also run on a container-only provider given Options.ContainerSpec and
+// Options.Symlink.
 package sandboxtest
 
 import (
