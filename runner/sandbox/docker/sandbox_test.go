@@ -75,19 +75,7 @@ func plantTar(t *testing.T, sb sandbox.Sandbox, h *tar.Header) {
 // loadEchoImage puts the echo env into the engine as a FROM scratch image.
 func loadEchoImage(t *testing.T, p *docker.Provider, ref string) {
 	t.Helper()
-	bins := envdeploytest.Build(t)
-	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Echo, ExposedPorts: []int{envdeploy.MCPPort}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := imagebuild.WriteTarball(&buf, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.LoadImage(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.RemoveImage(context.Background(), ref) })
+	envdeploytest.LoadEchoImage(t, p, ref)
 }
 
 func TestContainerSandbox(t *testing.T) {

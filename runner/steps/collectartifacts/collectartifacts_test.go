@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,12 +14,9 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/fsobject"
-	"github.com/agentenv/agentenv/registry/sqlite"
+	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
@@ -37,27 +33,17 @@ func TestMain(m *testing.M) {
 const secret = "HOST-SECRET-never-collected"
 
 type fixture struct {
-	r       *runner.Runner
-	svc     *runner.Services
-	objects string // the object store's folder
+	r   *runner.Runner
+	svc *runner.Services
 }
 
 func newFixture(t *testing.T, providers map[string]runner.SandboxProvider) *fixture {
 	t.Helper()
-	dir := t.TempDir()
-	docs, err := sqlite.Open(context.Background(), filepath.Join(dir, "d.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { docs.Close() })
-	objs, err := fsobject.New(filepath.Join(dir, "o"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := envdeploytest.NewStores(t)
 	return &fixture{
-		r:       runner.New(&runner.Options{Steps: steps.Builtin()}),
-		svc:     &runner.Services{Documents: docs, Objects: objs, Sandboxes: providers},
-		objects: filepath.Join(dir, "o"),
+		r: runner.New(&runner.Options{Steps: steps.Builtin()}),
+		svc: &runner.Services{Documents: st.Docs, Objects: st.Artifacts.Objects(), Artifacts: st.Artifacts,
+			Sandboxes: providers},
 	}
 }
 
@@ -115,19 +101,26 @@ func (f *fixture) collected(t *testing.T, rc *runner.RunContext, id string) map[
 	return out
 }
 
-// leaked reports whether the secret reached the object store.
+// leaked reports whether the secret reached the store as a file artifact.
 func (f *fixture) leaked(t *testing.T) bool {
 	t.Helper()
-	found := false
-	_ = filepath.WalkDir(f.objects, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secret)) {
-				found = true
-			}
+	ctx := context.Background()
+	docs, err := f.svc.Artifacts.List(ctx, &registry.ListOptions{Type: artifact.TypeFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		rd, _, err := f.svc.Artifacts.OpenFile(ctx, d.Ref())
+		if err != nil {
+			t.Fatal(err)
 		}
-		return nil
-	})
-	return found
+		b, _ := io.ReadAll(rd)
+		rd.Close()
+		if bytes.Contains(b, []byte(secret)) {
+			return true
+		}
+	}
+	return false
 }
 
 // collectCases is one collect_artifacts step per way of naming the files.
@@ -251,18 +244,7 @@ func TestCollectDockerLinks(t *testing.T) {
 		t.Skipf("no Docker engine: %v", err)
 	}
 	const ref = "localhost:5000/agentenvtest-collect/echo:v1"
-	img, err := imagebuild.Scratch(imagebuild.Image{Binary: envdeploytest.Build(t).Echo, ExposedPorts: []int{envdeploy.MCPPort}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := imagebuild.WriteTarball(&buf, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.LoadImage(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.RemoveImage(context.Background(), ref) })
+	envdeploytest.LoadEchoImage(t, p, ref)
 
 	for name, c := range map[string]struct {
 		step string
