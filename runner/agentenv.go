@@ -174,6 +174,11 @@ func (s *InstanceSandbox) Stat(context.Context, string) (fs.FileInfo, error) {
 	return nil, s.unsupported("stat")
 }
 
+// CopyOut is not supported.
+func (s *InstanceSandbox) CopyOut(context.Context, string, *sandbox.CopyOutOptions, func(sandbox.File) error) error {
+	return s.unsupported("copy out")
+}
+
 // Terminate tears the instance down.
 func (s *InstanceSandbox) Terminate(ctx context.Context) error {
 	if s.TerminateFunc == nil {

@@ -8,6 +8,12 @@
 // assertion: a Reconnector rebuilds a sandbox from its persisted Handle
 // (resume and teardown after a crash).
 //
+// Files leave a sandbox through Sandbox.CopyOut, which treats the
+// sandbox's symlinks as the untrusted input they are: each provider hands
+// WalkTree a Tree (its view of the copied folder) and WalkTree follows a
+// link only to a file or folder inside that folder, refusing any other by
+// name with a *LinkError.
+//
 // Every provider must pass the shared suite in runner/sandboxtest:
 //
 //	func TestConformance(t *testing.T) {

@@ -181,9 +181,22 @@ type Sandbox interface {
 	// WriteFile creates or replaces a file, making parent folders.
 	WriteFile(ctx context.Context, path string, r io.Reader, perm fs.FileMode) error
 	// ReadFile returns a file's content; a missing file wraps fs.ErrNotExist.
+	// A symlink is followed only within the sandbox (the work folder of a
+	// local sandbox, the container's own file system); one that leads out
+	// fails with a *LinkError, and no link is ever read as an empty file.
 	ReadFile(ctx context.Context, path string) ([]byte, error)
 	// Stat describes a path; a missing path wraps fs.ErrNotExist.
 	Stat(ctx context.Context, path string) (fs.FileInfo, error)
+	// CopyOut calls fn with files below the sandbox folder root: the paths
+	// o names, or every file under root (see CopyOutOptions). Symlinks are
+	// resolved with root as the boundary, never by the host: a link to a
+	// file inside root is copied under the link's path with the target's
+	// content, a link to a folder inside root is walked as that folder, and
+	// a link that resolves outside root, dangles or loops fails the copy
+	// with a *LinkError naming the link and its target; so do sockets,
+	// FIFOs and devices (ErrNotRegular). Providers implement it with
+	// WalkTree. A missing root wraps fs.ErrNotExist.
+	CopyOut(ctx context.Context, root string, o *CopyOutOptions, fn func(File) error) error
 	// Terminate stops everything and removes what the sandbox created. It is
 	// idempotent: a second call returns nil.
 	Terminate(ctx context.Context) error

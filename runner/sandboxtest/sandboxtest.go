@@ -1,5 +1,6 @@
 // Package sandboxtest is the conformance suite every sandbox provider must
-// pass: create, exec, write and read files, terminate (idempotently),
+// pass: create, exec, write and read files, copy files out without
+// following a symlink out of the copied folder, terminate (idempotently),
 // cancelled-context behaviour, the Capabilities claims checked against
 // behaviour, and — through Options.Leftovers — that nothing leaks.
 //
@@ -11,8 +12,10 @@
 //		})
 //	}
 //
-// Sandboxes are created in VM mode; the commands used are POSIX sh, sleep
-// and cat, which a VM sandbox is expected to have.
+// Sandboxes are created in VM mode; the commands used are POSIX sh, sleep,
+// cat and ln, which a VM sandbox is expected to have. The CopyOut cases
+// also run on a container-only provider given Options.ContainerSpec and
+// Options.Symlink.
 package sandboxtest
 
 import (
@@ -38,6 +41,14 @@ type Options struct {
 	// started inside the sandbox, as the sandbox printed it. An empty result
 	// means nothing leaked.
 	Leftovers func(t *testing.T, sb sandbox.Sandbox, pid string) []string
+	// ContainerSpec is a container-mode sandbox the provider can create;
+	// the CopyOut cases, which need no shell when Symlink is set, use it
+	// when the provider has no VM mode. Nil skips them there.
+	ContainerSpec *sandbox.Spec
+	// Symlink plants a symlink at the sandbox path link pointing to target
+	// (stored as given), as an agent in the sandbox would; the link's
+	// folder exists. Nil runs `ln -s target link` in the sandbox.
+	Symlink func(t *testing.T, sb sandbox.Sandbox, target, link string)
 }
 
 // Run runs the suite without provider-specific leak checks.
@@ -192,6 +203,8 @@ func RunWith(t *testing.T, f Factory, o *Options) {
 			t.Error("1 MiB file did not round-trip")
 		}
 	})
+
+	t.Run("CopyOut", func(t *testing.T) { copyOut(t, newProvider(t), opts) })
 
 	t.Run("CancelledContext", func(t *testing.T) {
 		sb := create(t, newProvider(t))

@@ -286,23 +286,55 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	if err := s.alive(ctx); err != nil {
 		return nil, err
 	}
-	p = abs(p)
-	res, err := s.p.cli.CopyFromContainer(ctx, s.container, client.CopyFromContainerOptions{SourcePath: p})
-	if cerrdefs.IsNotFound(err) {
-		return nil, fmt.Errorf("docker: %s: %w", p, fs.ErrNotExist)
+	return s.readFile(ctx, abs(p))
+}
+
+// readFile reads p through the archive API. A symlink comes back as a link
+// entry with no content, so it is read again at the target the engine
+// resolved (within the container); anything but a regular file is an
+// error, never an empty file.
+func (s *Sandbox) readFile(ctx context.Context, p string) ([]byte, error) {
+	src := p
+	for range 2 {
+		res, err := s.p.cli.CopyFromContainer(ctx, s.container, client.CopyFromContainerOptions{SourcePath: src})
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("docker: %s: %w", p, fs.ErrNotExist)
+		}
+		if err != nil {
+			return nil, s.p.wrap("read "+p, err)
+		}
+		b, link, err := readOne(res)
+		if err != nil {
+			return nil, fmt.Errorf("docker: read %s: %w", p, err)
+		}
+		if link == "" {
+			return b, nil
+		}
+		src = link
 	}
-	if err != nil {
-		return nil, s.p.wrap("read "+p, err)
-	}
+	return nil, fmt.Errorf("docker: read %s: the link's target %s is a link again", p, src)
+}
+
+// readOne reads the single file of a copy-out archive, or says where the
+// symlink it holds leads.
+func readOne(res client.CopyFromContainerResult) (data []byte, link string, err error) {
 	defer res.Content.Close()
+	if res.Stat.Mode&fs.ModeSymlink != 0 && res.Stat.LinkTarget != "" {
+		return nil, res.Stat.LinkTarget, nil
+	}
 	if res.Stat.Mode.IsDir() {
-		return nil, fmt.Errorf("docker: %s is a directory", p)
+		return nil, "", errors.New("is a directory")
 	}
 	tr := tar.NewReader(res.Content)
-	if _, err := tr.Next(); err != nil {
-		return nil, fmt.Errorf("docker: read %s: %w", p, err)
+	h, err := tr.Next()
+	if err != nil {
+		return nil, "", err
 	}
-	return io.ReadAll(tr)
+	if h.Typeflag != tar.TypeReg {
+		return nil, "", fmt.Errorf("%w (tar entry type %q)", sandbox.ErrNotRegular, h.Typeflag)
+	}
+	b, err := io.ReadAll(tr)
+	return b, "", err
 }
 
 // Stat implements sandbox.Sandbox.

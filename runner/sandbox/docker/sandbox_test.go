@@ -1,14 +1,18 @@
 package docker_test
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/moby/moby/client"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry"
@@ -21,35 +25,57 @@ import (
 )
 
 // The shared suite: its VM-mode cases skip (Docker sandboxes are
-// containers); the Capabilities claims are checked.
+// containers); the Capabilities claims are checked, and CopyOut runs in a
+// container of the echo image with links planted through the archive API.
 func TestSandboxConformance(t *testing.T) {
 	p := engine(t)
-	p.Close()
-	sandboxtest.Run(t, func(t *testing.T) sandbox.Provider {
+	defer p.Close()
+	const ref = "localhost:5000/agentenvtest-sandbox/copyout:v1"
+	loadEchoImage(t, p, ref)
+	sandboxtest.RunWith(t, func(t *testing.T) sandbox.Provider {
 		p, err := docker.New(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
+	}, &sandboxtest.Options{
+		ContainerSpec: &sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref},
+		Symlink:       plantLink,
 	})
+}
+
+// plantLink writes a symlink into a container sandbox with the archive API
+// (the images have no shell to run ln in).
+func plantLink(t *testing.T, sb sandbox.Sandbox, target, link string) {
+	t.Helper()
+	plantTar(t, sb, &tar.Header{Typeflag: tar.TypeSymlink, Name: strings.TrimPrefix(link, "/"), Linkname: target, Mode: 0o777})
+}
+
+func plantTar(t *testing.T, sb sandbox.Sandbox, h *tar.Header) {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	if err := tw.WriteHeader(h); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := docker.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Client().CopyToContainer(context.Background(), sb.(*docker.Sandbox).ContainerID(),
+		client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		t.Fatalf("plant %s: %v", h.Name, err)
+	}
 }
 
 // loadEchoImage puts the echo env into the engine as a FROM scratch image.
 func loadEchoImage(t *testing.T, p *docker.Provider, ref string) {
 	t.Helper()
-	bins := envdeploytest.Build(t)
-	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bins.Echo, ExposedPorts: []int{envdeploy.MCPPort}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buf bytes.Buffer
-	if err := imagebuild.WriteTarball(&buf, ref, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.LoadImage(context.Background(), &buf); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.RemoveImage(context.Background(), ref) })
+	envdeploytest.LoadEchoImage(t, p, ref)
 }
 
 func TestContainerSandbox(t *testing.T) {
@@ -271,5 +297,55 @@ func TestTwoStoresOneEngine(t *testing.T) {
 		if ins.Config == nil || ins.Config.Labels[registry.StoreLabel] != storeIDs[i] {
 			t.Errorf("image %s is not labelled %s=%s", ref, registry.StoreLabel, storeIDs[i])
 		}
+	}
+}
+
+// The archive API's own link forms: a hard link entry carries no content
+// (it names an earlier entry), and a copied folder that is itself a link is
+// copied from where it leads inside the container.
+func TestCopyOutArchiveLinks(t *testing.T) {
+	p := engine(t)
+	t.Cleanup(func() { p.Close() })
+	ctx := context.Background()
+	const ref = "localhost:5000/agentenvtest-sandbox/copyout-links:v1"
+	loadEchoImage(t, p, ref)
+	sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sb.Terminate(context.Background()) })
+	if err := sb.WriteFile(ctx, "/data/real/a.txt", strings.NewReader("A"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	plantTar(t, sb, &tar.Header{Typeflag: tar.TypeLink, Name: "data/real/hard", Linkname: "data/real/a.txt", Mode: 0o640})
+	plantLink(t, sb, "/app/out/a.txt", "/data/real/via-root-link")
+	if err := sb.WriteFile(ctx, "/app/keep", strings.NewReader("k"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plantLink(t, sb, "/data/real", "/app/out")
+	// The absolute link names the copied folder by its link, so it is
+	// inside only when the folder is copied under that name.
+	for root, want := range map[string]map[string]string{
+		"/data/real": {"a.txt": "A", "hard": "A"},
+		"/app/out":   {"a.txt": "A", "hard": "A", "via-root-link": "A"},
+	} {
+		got := map[string]string{}
+		err := sb.CopyOut(ctx, root, &sandbox.CopyOutOptions{Skip: func(rel string) bool {
+			_, ok := want[rel]
+			return !ok
+		}}, func(f sandbox.File) error {
+			got[f.Path] = string(f.Data)
+			if f.Path == "a.txt" && f.Mode != 0o640 {
+				t.Errorf("%s: mode %v, want 0640", f.Path, f.Mode)
+			}
+			return nil
+		})
+		if err != nil || !maps.Equal(got, want) {
+			t.Errorf("CopyOut(%s) = %v, %v; want %v", root, got, err, want)
+		}
+	}
+	err = sb.CopyOut(ctx, "/data/real", nil, func(sandbox.File) error { return nil })
+	if !errors.Is(err, sandbox.ErrLinkOutside) {
+		t.Errorf("CopyOut(/data/real) with a link through /app/out: %v, want ErrLinkOutside", err)
 	}
 }

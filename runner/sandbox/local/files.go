@@ -9,6 +9,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
 // resolve maps a sandbox path to a host path inside the work folder: /app
@@ -73,19 +75,23 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, r io.Reader, perm fs.
 	return nil
 }
 
-// ReadFile implements sandbox.Sandbox.
+// ReadFile implements sandbox.Sandbox. It reads through CopyOut with the
+// work folder as the boundary, so a symlink the agent planted can lead
+// only to another file of the sandbox, never to a host file.
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := s.alive(); err != nil {
-		return nil, err
-	}
 	hp, err := s.resolve(p)
 	if err != nil {
 		return nil, err
 	}
-	b, err := os.ReadFile(hp)
+	rel, err := filepath.Rel(s.st.Dir, hp)
+	if err != nil || rel == "." {
+		return nil, fmt.Errorf("local: read %s: not a file", p)
+	}
+	var b []byte
+	err = s.CopyOut(ctx, "/app", &sandbox.CopyOutOptions{Paths: []string{filepath.ToSlash(rel)}}, func(f sandbox.File) error {
+		b = f.Data
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("local: read %s: %w", p, err)
 	}

@@ -7,3 +7,5 @@ import "os/exec"
 func setGroup(*exec.Cmd) {}
 func killGroup(int)      {}
 func killMarked(string)  {}
+
+const openNonblock = 0

@@ -44,3 +44,6 @@ func killMarked(id string) {
 		}
 	}
 }
+
+// openNonblock keeps an open of a FIFO from waiting for a writer.
+const openNonblock = syscall.O_NONBLOCK

@@ -4,7 +4,12 @@
 //
 // This build collects from a deployed sandbox (sandbox_name): the files
 // named by artifact_paths, relative to base_path, or every file under
-// base_path. Collecting from agents and envs (their workloads have no file
+// base_path, copied out with Sandbox.CopyOut. The agent wrote those files,
+// so a symlink among them is followed only to a file or folder under
+// base_path (a file is collected under the link's path with its target's
+// content); a link that leads out of base_path, dangles or loops fails the
+// step with an error naming the link and its target, and nothing is
+// stored. Collecting from agents and envs (their workloads have no file
 // access here) and from manifest steps is a later phase. The step is
 // refused in bundle runs, whose outputs must keep @local ids (§9).
 package collectartifacts
@@ -14,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"sort"
 	"strings"
 
 	"github.com/agentenv/agentenv/registry"
@@ -84,12 +88,6 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if base == "" {
 		base = "/app/artifact"
 	}
-	paths := c.ArtifactPaths
-	if len(paths) == 0 {
-		if paths, err = list(ctx, sb, base); err != nil {
-			return err
-		}
-	}
 	arts, err := rc.Services().ArtifactStore()
 	if err != nil {
 		return err
@@ -102,22 +100,24 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if c.UniverseIDSuffix != "" {
 		id += "-" + c.UniverseIDSuffix
 	}
+	// CopyOut follows a symlink only to a file or folder under base; one
+	// leading elsewhere fails the step with its name and target. Nothing is
+	// stored until every file has been read.
+	var got []sandbox.File
+	err = sb.CopyOut(ctx, base, &sandbox.CopyOutOptions{Paths: c.ArtifactPaths, Skip: func(p string) bool { return excluded(p, c.ExcludeBasenames) }},
+		func(f sandbox.File) error { got = append(got, f); return nil })
+	if err != nil {
+		return fmt.Errorf("collect from sandbox %s: %w", c.SandboxName, err)
+	}
 	members := map[string]registry.Ref{}
 	var files []string
-	for _, p := range paths {
-		if excluded(p, c.ExcludeBasenames) {
-			continue
-		}
-		b, err := sb.ReadFile(ctx, path.Join(base, p))
-		if err != nil {
-			return fmt.Errorf("collect %s: %w", path.Join(base, p), err)
-		}
-		f, err := arts.PutFile(ctx, id+"-"+strings.ReplaceAll(p, "/", "-"), artifact.FileInput{Filename: path.Base(p), Body: bytes.NewReader(b)})
+	for _, f := range got {
+		a, err := arts.PutFile(ctx, id+"-"+strings.ReplaceAll(f.Path, "/", "-"), artifact.FileInput{Filename: path.Base(f.Path), Body: bytes.NewReader(f.Data)})
 		if err != nil {
 			return err
 		}
-		members[p] = f.Ref()
-		files = append(files, p)
+		members[f.Path] = a.Ref()
+		files = append(files, f.Path)
 	}
 	if len(members) == 0 {
 		return fmt.Errorf("collect_artifacts: no files under %s in sandbox %s", base, c.SandboxName)
@@ -137,29 +137,4 @@ func excluded(p string, names []string) bool {
 		}
 	}
 	return false
-}
-
-// list finds every regular file under base (relative paths, sorted).
-func list(ctx context.Context, sb sandbox.Sandbox, base string) ([]string, error) {
-	res, err := sb.Exec(ctx, []string{"find", base, "-type", "f"}, nil)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", base, err)
-	}
-	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("list %s: find exited %d: %s", base, res.ExitCode, strings.TrimSpace(string(res.Stderr)))
-	}
-	var out []string
-	for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout)), "\n") {
-		if line == "" {
-			continue
-		}
-		// The sandbox may report host paths for /app; keep what follows base's last segment.
-		rel := line
-		if i := strings.Index(line, "/"+path.Base(base)+"/"); i >= 0 {
-			rel = line[i+len(path.Base(base))+2:]
-		}
-		out = append(out, rel)
-	}
-	sort.Strings(out)
-	return out, nil
 }
