@@ -208,3 +208,50 @@ func TestReadFileRefusesHostFiles(t *testing.T) {
 		t.Errorf("ReadFile through an absolute link inside = %q, %v", b, err)
 	}
 }
+
+// WriteFile and Stat keep to the work folder as well: a folder the agent
+// turned into a link to a host folder receives nothing, and a probe through
+// a link cannot tell whether a host file exists.
+func TestWriteFileAndStatRefuseHostLinks(t *testing.T) {
+	sb, _, outside := newCopyOutBox(t)
+	if err := os.Symlink(outside, filepath.Join(sb.Dir(), "in")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(sb.Dir(), "probe")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sb.WriteFile(ctx, "/app/in/planted.txt", strings.NewReader("x"), 0o644); err == nil {
+		t.Error("WriteFile through a link to a host folder succeeded")
+	}
+	if err := sb.WriteFile(ctx, "/app/in/sub/planted.txt", strings.NewReader("x"), 0o644); err == nil {
+		t.Error("WriteFile below a link to a host folder succeeded")
+	}
+	entries, err := os.ReadDir(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 {
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		t.Errorf("host folder holds %v after the writes; want only secret.txt", names)
+	}
+	if fi, err := sb.Stat(ctx, "/app/probe"); err == nil {
+		t.Errorf("Stat through a link to a host file = size %d; want an error", fi.Size())
+	}
+	// Writing over a planted link replaces the link, not the host file.
+	if err := sb.WriteFile(ctx, "/app/probe", strings.NewReader("mine"), 0o644); err != nil {
+		t.Fatalf("WriteFile over a link: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outside, "secret.txt")); string(b) != hostSecret {
+		t.Errorf("host file now holds %q", b)
+	}
+	if b, err := sb.ReadFile(ctx, "/app/probe"); err != nil || string(b) != "mine" {
+		t.Errorf("ReadFile after the write = %q, %v", b, err)
+	}
+	if fi, err := sb.Stat(ctx, "/app/probe"); err != nil || fi.Size() != 4 {
+		t.Errorf("Stat of a file of the sandbox = %v, %v", fi, err)
+	}
+}

@@ -36,7 +36,9 @@ func (s *Sandbox) resolve(p string) (string, error) {
 // HostPath is where a sandbox path lives on the host.
 func (s *Sandbox) HostPath(p string) (string, error) { return s.resolve(p) }
 
-// WriteFile implements sandbox.Sandbox.
+// WriteFile implements sandbox.Sandbox. Every step goes through the work
+// folder opened as an os.Root, so a symlink the agent planted on the way
+// (say /app/in -> /home/user) cannot make the write land on the host.
 func (s *Sandbox) WriteFile(ctx context.Context, p string, r io.Reader, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -44,17 +46,24 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, r io.Reader, perm fs.
 	if err := s.alive(); err != nil {
 		return err
 	}
-	hp, err := s.resolve(p)
+	rel, err := s.relPath(p)
 	if err != nil {
 		return err
 	}
 	if perm == 0 {
 		perm = 0o644
 	}
-	if err := os.MkdirAll(filepath.Dir(hp), 0o755); err != nil {
+	root, err := os.OpenRoot(s.st.Dir)
+	if err != nil {
 		return fmt.Errorf("local: write %s: %w", p, err)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(hp), ".write-*")
+	defer root.Close()
+	dir := filepath.Dir(rel)
+	if err := root.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("local: write %s: %w", p, err)
+	}
+	tmpName := filepath.Join(dir, ".write-"+randHex(8))
+	tmp, err := root.OpenFile(tmpName, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return fmt.Errorf("local: write %s: %w", p, err)
 	}
@@ -63,29 +72,39 @@ func (s *Sandbox) WriteFile(ctx context.Context, p string, r io.Reader, perm fs.
 		err = cerr
 	}
 	if err == nil {
-		err = os.Chmod(tmp.Name(), perm)
+		err = root.Chmod(tmpName, perm)
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), hp)
+		// Rename replaces a link at the destination; it never follows it.
+		err = root.Rename(tmpName, rel)
 	}
 	if err != nil {
-		_ = os.Remove(tmp.Name())
+		_ = root.Remove(tmpName)
 		return fmt.Errorf("local: write %s: %w", p, err)
 	}
 	return nil
+}
+
+// relPath is p relative to the work folder; the folder itself is refused.
+func (s *Sandbox) relPath(p string) (string, error) {
+	hp, err := s.resolve(p)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(s.st.Dir, hp)
+	if err != nil || rel == "." {
+		return "", fmt.Errorf("local: %s: not a file path", p)
+	}
+	return rel, nil
 }
 
 // ReadFile implements sandbox.Sandbox. It reads through CopyOut with the
 // work folder as the boundary, so a symlink the agent planted can lead
 // only to another file of the sandbox, never to a host file.
 func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	hp, err := s.resolve(p)
+	rel, err := s.relPath(p)
 	if err != nil {
 		return nil, err
-	}
-	rel, err := filepath.Rel(s.st.Dir, hp)
-	if err != nil || rel == "." {
-		return nil, fmt.Errorf("local: read %s: not a file", p)
 	}
 	var b []byte
 	err = s.CopyOut(ctx, "/app", &sandbox.CopyOutOptions{Paths: []string{filepath.ToSlash(rel)}}, func(f sandbox.File) error {
@@ -98,7 +117,8 @@ func (s *Sandbox) ReadFile(ctx context.Context, p string) ([]byte, error) {
 	return b, nil
 }
 
-// Stat implements sandbox.Sandbox.
+// Stat implements sandbox.Sandbox. Links are followed only within the
+// work folder, so a probe cannot tell whether a host path exists.
 func (s *Sandbox) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -110,7 +130,16 @@ func (s *Sandbox) Stat(ctx context.Context, p string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(hp)
+	rel, err := filepath.Rel(s.st.Dir, hp)
+	if err != nil {
+		return nil, fmt.Errorf("local: stat %s: %w", p, err)
+	}
+	root, err := os.OpenRoot(s.st.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: stat %s: %w", p, err)
+	}
+	defer root.Close()
+	fi, err := root.Stat(rel)
 	if err != nil {
 		return nil, fmt.Errorf("local: stat %s: %w", p, err)
 	}
