@@ -262,28 +262,45 @@ func TestTaskRunKilledIsAbandoned(t *testing.T) {
 	bin := buildCLI(t)
 	bins := envdeploytest.Build(t)
 	c := newCLI(t)
-	putStuckEcho(t, c, bins)
+	if code, out, errb := c.run("env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"); code != 0 {
+		t.Fatalf("put: %s %s", out, errb)
+	}
 	dir := t.TempDir()
 	f := writeFile(t, filepath.Join(dir, "killed.json"), `[
 	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"env","type":"deploy_env","env_id":"echo","ttl_seconds":600}]`)
+	// The default gateway is the stuck one too: the run waits for a
+	// readiness that never comes.
+	if code, out, stderr := c.run("env", "gateway", "put", "--binary", bins.Echo); code != 0 {
+		t.Fatalf("gateway put: %s %s", out, stderr)
+	}
 	if code, out, stderr := c.run("task", "create", f, "--id", "killed"); code != 0 {
 		t.Fatalf("create: %s %s", out, stderr)
 	}
-	ch := startCLI(t, bin, "task", "run", "--id", "killed", "--env-sandbox", "process", "--gateway-env-id", "stuck",
-		"--output-dir", filepath.Join(dir, "o"))
+	ch := startCLI(t, bin, "task", "run", "--id", "killed", "--env-sandbox", "process", "--output-dir", filepath.Join(dir, "o"))
 	ch.waitLine("Running step [2/2]: deploy_env (id=env)...")
 	// Kill once the env's gateway process runs: the run is then waiting
 	// for a readiness that never comes.
-	envdeploytest.Poll(t, func() bool {
+	gatewayRuns := func() bool {
 		m, _ := filepath.Glob(filepath.Join(c.sandboxDir, "process", "agentenv-*", "group.json"))
 		for _, f := range m {
-			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"name":"gateway"`) {
+			if b, _ := os.ReadFile(f); strings.Contains(string(b), `"name": "gateway"`) {
 				return true
 			}
 		}
 		return false
-	})
+	}
+	deadline := time.NewTimer(120 * time.Second)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !gatewayRuns() {
+		select {
+		case <-deadline.C:
+			t.Fatalf("the env's gateway never ran:\n%s", ch.output())
+		case <-tick.C:
+		}
+	}
 	if err := ch.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
