@@ -1,48 +1,55 @@
 package registry_test
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
 )
 
-// Concurrent first calls (here goroutines; the hard link makes it hold
-// across processes too) agree on one id, and it persists.
-func TestStoreID(t *testing.T) {
+// The first users of a state root race to create its store id: one id
+// wins, everyone gets it, and it never changes.
+func TestStoreIDCreatedOnceAndKept(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "state")
-	ids := make([]string, 8)
+	const n = 32
+	ids := make([]string, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	for i := range ids {
-		wg.Go(func() {
-			id, err := registry.StoreID(root)
-			if err != nil {
-				t.Error(err)
-			}
-			ids[i] = id
-		})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i], errs[i] = registry.StoreID(root)
+		}()
 	}
 	wg.Wait()
-	for _, id := range ids {
-		if id != ids[0] || len(id) != 20 {
-			t.Fatalf("ids %v", ids)
+	for i := range n {
+		if errs[i] != nil || ids[i] != ids[0] {
+			t.Fatalf("caller %d: %q, %v (caller 0: %q)", i, ids[i], errs[i], ids[0])
 		}
 	}
+	if !regexp.MustCompile(`^[0-9a-f]{16}$`).MatchString(ids[0]) {
+		t.Fatalf("store id %q", ids[0])
+	}
 	if again, err := registry.StoreID(root); err != nil || again != ids[0] {
-		t.Errorf("second read %q %v, want %q", again, err, ids[0])
+		t.Fatalf("second look: %q, %v", again, err)
 	}
-	if other, err := registry.StoreID(t.TempDir()); err != nil || other == ids[0] {
-		t.Errorf("another root got %q %v", other, err)
+	if leftovers, _ := filepath.Glob(filepath.Join(root, ".store-id-*")); len(leftovers) != 0 {
+		t.Fatalf("temporary files left: %v", leftovers)
 	}
-	if left, _ := filepath.Glob(filepath.Join(root, ".store_id-*")); len(left) != 0 {
-		t.Errorf("temporary files left: %v", left)
+	if other, _ := registry.StoreID(t.TempDir()); other == ids[0] {
+		t.Fatal("two state roots share a store id")
 	}
-	if err := os.WriteFile(filepath.Join(root, registry.StoreIDFile), []byte("../x\n"), 0o600); err != nil {
+	// A damaged file is refused by name, never replaced.
+	p := filepath.Join(root, registry.StoreIDFile)
+	if err := os.WriteFile(p, []byte("not an id\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := registry.StoreID(root); err == nil {
-		t.Error("a corrupt store_id file was accepted")
+	if _, err := registry.StoreID(root); !errors.Is(err, registry.ErrInvalid) || !regexp.MustCompile(regexp.QuoteMeta(p)).MatchString(err.Error()) {
+		t.Fatalf("malformed store id file: %v", err)
 	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
@@ -376,12 +377,10 @@ func TestPruneKeepsOtherStores(t *testing.T) {
 	live := m[1]
 	t.Cleanup(func() { b.run("env", "teardown", "--instance-id", live) })
 	// A dead owner's group labelled with B's store id: B's orphan.
-	var storeB []byte
-	storeB, err = os.ReadFile(filepath.Join(b.stateRoot, "agent-env", "store_id"))
+	idB, err := registry.StoreID(filepath.Join(b.stateRoot, "agent-env"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	idB := strings.TrimSpace(string(storeB))
 	orphan, err := p.CreateGroup(context.Background(), envdeploy.GroupSpec{Labels: map[string]string{
 		envdeploy.LabelInstance: "orphan-of-b", envdeploy.LabelOwner: "pid:999999999", envdeploy.LabelPersist: "false", envdeploy.LabelStore: idB}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/internal/procid"
+	"github.com/agentenv/agentenv/registry"
 )
 
 // Labels every backend resource carries (Docker labels; the process
@@ -28,7 +29,7 @@ const (
 	LabelRole       = "agentenv.role"    // mcp_server, gateway, agent
 	// LabelStore is the id of the store (registry.StoreID) whose command
 	// created the resource: prune touches only its own store's resources.
-	LabelStore = "agentenv.store"
+	LabelStore = registry.StoreLabel
 )
 
 // CleanupTimeout bounds the removal of what a cancelled or failed deploy
