@@ -129,19 +129,26 @@ func (c *child) exitCode() int {
 	}
 }
 
+// mustRun runs each command and fails the test at the first that does not
+// exit 0.
+func (c *cli) mustRun(cmds ...[]string) {
+	c.t.Helper()
+	for _, args := range cmds {
+		if code, out, errb := c.run(args...); code != 0 {
+			c.t.Fatalf("%v: %s %s", args, out, errb)
+		}
+	}
+}
+
 // putStuckEcho registers the echo env and a "gateway" (the echo binary)
 // that never lists its children: a deploy with --gateway stuck waits for
 // readiness until it is interrupted.
 func putStuckEcho(t *testing.T, c *cli, bins envdeploytest.Binaries) {
 	t.Helper()
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--id", "stuck", "--binary", bins.Echo},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := c.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	c.mustRun(
+		[]string{"env", "gateway", "put", "--id", "stuck", "--binary", bins.Echo},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 }
 
 // TestEnvDeploySIGINTLeavesNothing: Ctrl-C lands on a real `env deploy`
@@ -351,14 +358,10 @@ func TestPruneKeepsOtherStores(t *testing.T) {
 	a := newCLI(t)
 	aRoot := a.stateRoot
 	b := newCLI(t) // the environment now points at store B
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--binary", bins.Gateway},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := b.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	b.mustRun(
+		[]string{"env", "gateway", "put", "--binary", bins.Gateway},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 	t.Cleanup(func() {
 		for _, ref := range []string{"localhost:5000/echo__env_image:v1", "localhost:5000/default__env_image:v1"} {
 			_ = p.RemoveImage(context.Background(), ref)
@@ -427,14 +430,10 @@ func TestPruneKeepsOtherStores(t *testing.T) {
 func TestRunKeepListsEnvs(t *testing.T) {
 	bins := envdeploytest.Build(t)
 	c := newCLI(t)
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--binary", bins.Gateway},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := c.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	c.mustRun(
+		[]string{"env", "gateway", "put", "--binary", bins.Gateway},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 	dir := filepath.Join(t.TempDir(), "kept")
 	writeFile(t, filepath.Join(dir, "tasks", "kept.json"), `[
 	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},

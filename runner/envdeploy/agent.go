@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -278,12 +279,7 @@ func (d *Deployer) Prune(ctx context.Context, o *PruneOptions) (*PruneReport, er
 	}
 	var errs []error
 	done := map[string]bool{}
-	names := make([]string, 0, len(d.Backends))
-	for name := range d.Backends {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(d.Backends)) {
 		b := d.Backends[name]
 		if done[b.Type()] {
 			continue // one backend under several names ("local" and "docker")
