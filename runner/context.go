@@ -565,6 +565,22 @@ func (rc *RunContext) SandboxByID(ctx context.Context, id string) (sandbox.Sandb
 	return nil, &NameError{Kind: "sandbox id", Name: id, Err: ErrUnknownName}
 }
 
+// Held lists the live sandboxes of the run that are not torn down (what
+// TeardownRun terminates in this process), ordered by id: deploy_sandbox
+// sandboxes and the InstanceSandbox of every env and agent.
+func (rc *RunContext) Held() []sandbox.Sandbox {
+	rc.st.mu.Lock()
+	out := make([]sandbox.Sandbox, 0, len(rc.st.live))
+	for id, sb := range rc.st.live {
+		if !rc.st.torn[id] {
+			out = append(out, sb)
+		}
+	}
+	rc.st.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].ID() < out[j].ID() })
+	return out
+}
+
 // HoldSandbox keeps a live handle for a sandbox deployed by another kind of
 // step (an env or agent host), so that teardown terminates it.
 func (rc *RunContext) HoldSandbox(sb sandbox.Sandbox) {

@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/procid"
 	"github.com/agentenv/agentenv/registry"
 )
 
@@ -173,7 +174,7 @@ func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOpti
 		InstanceID: id, TaskID: task.ID, TaskVersion: task.Version, TotalSteps: len(steps),
 		CreatedAtUTC: registry.FormatMinute(started), Context: rc.SafeSnapshot(),
 		CompletedSteps: []CompletedStep{}, Status: StatusRunning, RerecordedSteps: []string{},
-		StepAttemptFailures: []any{},
+		StepAttemptFailures: []any{}, Owner: new(procid.Self()),
 	})
 	s := &scheduler{r: r, ctx: ctx, rc: rc, steps: steps, opts: opts, rec: rec, task: task}
 	res, err := s.run()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/procid"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
 )
@@ -18,6 +19,9 @@ const (
 	StatusCompleted = "completed"
 	StatusFailed    = "failed"
 	StatusCancelled = "cancelled"
+	// StatusAbandoned is a run whose process died without recording an
+	// end (kill -9, a crash, a reboot): MarkAbandoned sets it.
+	StatusAbandoned = "abandoned"
 )
 
 // Instance is a task_instances document (runner.md §6).
@@ -39,6 +43,9 @@ type Instance struct {
 	RerecordedSteps     []string        `json:"rerecorded_steps"`
 	AttemptEpoch        int             `json:"attempt_epoch"`
 	StepAttemptFailures []any           `json:"step_attempt_failures"`
+	// Owner is the process running the instance (ours: MarkAbandoned
+	// tells a dead run from a live one by it).
+	Owner *procid.Owner `json:"owner,omitempty"`
 }
 
 // JournalSeedStep is the reserved step id of the journal entry holding the
@@ -62,6 +69,54 @@ func GetInstance(ctx context.Context, docs registry.DocumentStore, id string) (*
 		return nil, fmt.Errorf("task instance %s: %w", id, err)
 	}
 	return &inst, nil
+}
+
+// MarkAbandoned marks every running task instance of docs whose owner
+// process is certainly gone (procid.Owner.Gone: same host, and the pid is
+// not running or names another process) as abandoned, and returns them as
+// they were before (with their context, to report their sandboxes). An
+// instance without an owner (older records) or owned on another host is
+// left as it is.
+func MarkAbandoned(ctx context.Context, docs registry.DocumentStore, now time.Time) ([]*Instance, error) {
+	recs, err := docs.QueryRecords(ctx, registry.TaskInstances, &registry.RecordQuery{Where: map[string]any{"status": StatusRunning}})
+	if err != nil {
+		return nil, fmt.Errorf("list running task instances: %w", err)
+	}
+	var out []*Instance
+	var errs []error
+	at := registry.FormatMinute(now)
+	for _, r := range recs {
+		var inst Instance
+		if r.Decode(&inst) != nil || inst.Owner == nil || !inst.Owner.Gone() {
+			continue
+		}
+		owner := *inst.Owner
+		msg := fmt.Sprintf("abandoned: the process running it (pid %d on %s) is gone", owner.PID, owner.Host)
+		_, err := docs.UpdateRecord(ctx, registry.TaskInstances, r.Key, func(doc map[string]any) error {
+			// Only the run that was seen dead: a re-run of the same id by a
+			// live process owns the record now.
+			var cur struct {
+				Status string        `json:"status"`
+				Owner  *procid.Owner `json:"owner"`
+			}
+			if b, err := json.Marshal(doc); err != nil || json.Unmarshal(b, &cur) != nil ||
+				cur.Status != StatusRunning || cur.Owner == nil || *cur.Owner != owner {
+				return registry.ErrNoChange
+			}
+			doc["status"] = StatusAbandoned
+			doc["error"] = msg
+			doc["completed_at_utc"] = at
+			doc["rev"] = intOf(doc["rev"]) + 1
+			return nil
+		})
+		switch {
+		case err == nil:
+			out = append(out, &inst)
+		case !errors.Is(err, registry.ErrNoChange):
+			errs = append(errs, fmt.Errorf("mark task instance %s abandoned: %w", r.Key, err))
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // recorder writes one run's task instance. Its errors are logged and never

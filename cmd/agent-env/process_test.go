@@ -15,6 +15,20 @@ import (
 	"github.com/agentenv/agentenv/runner"
 )
 
+// buildCLI builds the agent-env binary into a temporary folder. Call it
+// before newCLI moves HOME: the Go build and module caches live under the
+// real one.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "agent-env")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // A real SIGINT to a real agent-env process (main.go's signal wiring, not
 // a cancelled context): exit 130, the sandbox torn down, the instance
 // recorded as cancelled.
@@ -22,14 +36,7 @@ func TestProcessSIGINT(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
 	}
-	// Build before newCLI moves HOME: the Go build and module caches live
-	// under the real one.
-	bin := filepath.Join(t.TempDir(), "agent-env")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCLI(t)
 	c := newCLI(t)
 	dir := filepath.Join(t.TempDir(), "slow")
 	writeFile(t, filepath.Join(dir, "tasks", "slow.json"), `[

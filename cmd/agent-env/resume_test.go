@@ -61,14 +61,10 @@ func gatewayAnswers(url string) bool {
 func TestTaskRunResumeTearsDownSavedEnv(t *testing.T) {
 	bins := envdeploytest.Build(t)
 	c := newCLI(t)
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--binary", bins.Gateway},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := c.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	c.mustRun(
+		[]string{"env", "gateway", "put", "--binary", bins.Gateway},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 	dir := t.TempDir()
 	f := writeFile(t, filepath.Join(dir, "t.json"), `[
 	  {"id":"env","type":"deploy_env","env_id":"echo","ttl_seconds":600},

@@ -6,11 +6,14 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/internal/config"
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
@@ -103,5 +106,30 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 		return nil, err
 	}
 	st.defaultSandbox = cfg.Sandbox.Default
+	if st.storeID, err = registry.StoreID(st.StateRoot); err != nil {
+		st.Close()
+		return nil, err
+	}
+	d.markAbandoned(ctx, st)
 	return st, nil
+}
+
+// markAbandoned marks the running task instances whose process is gone
+// (killed, crashed) as abandoned: without it they would stay running
+// forever. Best effort: a failure is logged, the command goes on.
+func (d *deps) markAbandoned(ctx context.Context, st *storeSet) {
+	docs := []registry.DocumentStore{st.Documents}
+	if st.Local != st.Documents {
+		docs = append(docs, st.Local)
+	}
+	for _, ds := range docs {
+		marked, err := runner.MarkAbandoned(ctx, ds, time.Now())
+		for _, inst := range marked {
+			d.logger().Warn("task instance abandoned: the process running it is gone (agent-env sandbox prune removes its sandboxes)",
+				"instance_id", inst.InstanceID, "pid", inst.Owner.PID)
+		}
+		if err != nil {
+			d.logger().Warn("marking abandoned task instances failed", "error", err)
+		}
+	}
 }

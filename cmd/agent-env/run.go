@@ -14,6 +14,10 @@ import (
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundle"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/sandbox/local"
+	"github.com/agentenv/agentenv/runner/sandbox/process"
 	"github.com/agentenv/agentenv/runner/steps"
 )
 
@@ -170,11 +174,45 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	return nil
 }
 
+// printKept lists what --keep left running: every env, agent and sandbox
+// the runs hold, each with where it lives (folder or containers) and the
+// command that tears down that one alone.
 func printKept(d *deps, rep *bundle.Report) {
 	fmt.Fprintln(d.stdout, "Kept:")
 	for _, rc := range rep.Contexts() {
+		envs, agents, boxes := map[string]string{}, map[string]string{}, map[string]runner.DeployedSandbox{}
+		for _, e := range rc.Envs() {
+			envs[e.SandboxID] = e.EnvID
+		}
+		for _, a := range rc.Agents() {
+			agents[a.SandboxID] = a.AgentName
+		}
 		for _, s := range rc.Sandboxes() {
-			fmt.Fprintf(d.stdout, "  sandbox %s: %s (%s)\n", s.SandboxName, s.SandboxID, s.SandboxType)
+			boxes[s.SandboxID] = s
+		}
+		for _, sb := range rc.Held() {
+			id, typ := sb.ID(), sb.Type()
+			if is, ok := sb.(*runner.InstanceSandbox); ok {
+				name, cmd := envs[id], "agent-env env teardown --instance-id "+is.InstanceID
+				if is.Kind == "agent" {
+					name, cmd = agents[id], "agent-env a2a-agent teardown --instance-id "+is.InstanceID
+				}
+				fmt.Fprintf(d.stdout, "  %s %s: instance %s on %s, %s\n", is.Kind, name, is.InstanceID, typ, d.groupPlace(typ, id))
+				fmt.Fprintf(d.stdout, "    teardown: %s\n", cmd)
+				continue
+			}
+			s := boxes[id]
+			switch b := sb.(type) {
+			case *local.Sandbox:
+				fmt.Fprintf(d.stdout, "  sandbox %s: %s (%s), folder %s\n", s.SandboxName, id, typ, b.Dir())
+				fmt.Fprintf(d.stdout, "    teardown: rm -rf %s\n", b.Dir())
+			case *docker.Sandbox:
+				fmt.Fprintf(d.stdout, "  sandbox %s: %s (%s), container %s\n", s.SandboxName, id, typ, b.ContainerName())
+				fmt.Fprintf(d.stdout, "    teardown: docker rm -f %s && docker network rm %s\n", b.ContainerName(), docker.NetworkName(id))
+			default:
+				fmt.Fprintf(d.stdout, "  sandbox %s: %s (%s)\n", s.SandboxName, id, typ)
+				fmt.Fprintf(d.stdout, "    teardown: agent-env sandbox prune (once this run has ended)\n")
+			}
 			ports := make([]string, 0, len(s.TunnelURLs))
 			for p := range s.TunnelURLs {
 				ports = append(ports, p)
@@ -186,6 +224,17 @@ func printKept(d *deps, rep *bundle.Report) {
 		}
 	}
 	fmt.Fprintln(d.stdout, "Press Ctrl-C to tear down.")
+}
+
+// groupPlace says where an env or agent group of a backend lives.
+func (d *deps) groupPlace(typ, id string) string {
+	switch typ {
+	case docker.TypeName, "local":
+		return "network " + docker.NetworkName(id) + ", containers labelled " + envdeploy.LabelSandbox + "=" + id
+	case process.TypeName:
+		return "folder " + process.New(d.processRoot(), nil).GroupDir(id)
+	}
+	return "group " + id
 }
 
 func taskEntities(m *bundle.Materialised) []bundle.Entity {

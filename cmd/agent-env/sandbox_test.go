@@ -141,14 +141,10 @@ func TestEnvCLIDeployKilledThenPruned(t *testing.T) {
 	c := newCLI(t)
 	// A "gateway" that never lists its children keeps the deploy waiting
 	// for readiness, so the kill always lands mid-run.
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--id", "stuck", "--binary", bins.Echo},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := c.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	c.mustRun(
+		[]string{"env", "gateway", "put", "--id", "stuck", "--binary", bins.Echo},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 	args, _ := json.Marshal([]string{"env", "deploy", "--id", "echo", "--sandbox", "local", "--gateway", "stuck"})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperCLI$")
 	cmd.Env = append(os.Environ(), "AGENTENV_HELPER_ARGS="+string(args))
@@ -266,14 +262,10 @@ func TestRunEchoMCPNoEngine(t *testing.T) {
 func TestAgentCLIProcess(t *testing.T) {
 	bins := envdeploytest.Build(t)
 	c := newCLI(t)
-	for _, args := range [][]string{
-		{"env", "gateway", "put", "--binary", bins.Gateway},
-		{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
-	} {
-		if code, out, errb := c.run(args...); code != 0 {
-			t.Fatalf("%v: %s %s", args, out, errb)
-		}
-	}
+	c.mustRun(
+		[]string{"env", "gateway", "put", "--binary", bins.Gateway},
+		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
+	)
 	code, out, errb := c.run("a2a-agent", "put", "--id", "scripted", "--binary", bins.Agent, "--env-var", "SCRIPTED_AGENT_SCRIPT="+envdeploytest.Script)
 	if code != 0 || !strings.Contains(out, "Created A2A agent: id=scripted version=1 image=a2a-agent-scripted:1") {
 		t.Fatalf("agent put: %d %s %s", code, out, errb)

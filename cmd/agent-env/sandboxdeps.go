@@ -72,11 +72,11 @@ func (d *deps) withEnvSession(ctx context.Context, id string, fn func(ctx contex
 // returned Docker provider (may be nil) when done.
 func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist bool) (*envdeploy.Deployer, *envdeploy.Putter, *docker.Provider, *process.Provider) {
 	backends := map[string]envdeploy.Backend{}
-	dp, derr := docker.New(&docker.Options{Logger: d.logger()})
+	dp, derr := docker.New(&docker.Options{Logger: d.logger(), StoreID: st.storeID})
 	if derr == nil {
 		backends["local"], backends["docker"] = dp, dp
 	}
-	proc := process.New(filepath.Join(d.sandboxRoot(), "process"), &process.Options{Logger: d.logger()})
+	proc := process.New(d.processRoot(), &process.Options{Logger: d.logger()})
 	backends["process"] = proc
 	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
 		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents},
@@ -89,7 +89,7 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	} else {
 		put.BuilderErr = derr
 	}
-	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, Out: d.stdout, Logger: d.logger(),
+	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, StoreID: st.storeID, Out: d.stdout, Logger: d.logger(),
 		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault, AutoRegisterExamples: true}
 	dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
 		src, err := envdeploy.GatewaySource(ctx)
@@ -100,6 +100,9 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	}
 	return dep, put, dp, proc
 }
+
+// processRoot is where the process backend keeps its group folders.
+func (d *deps) processRoot() string { return filepath.Join(d.sandboxRoot(), "process") }
 
 // parseKV parses repeated K=V flags.
 func parseKV(flag string, vals []string) (map[string]string, error) {
@@ -153,10 +156,11 @@ func (d *deps) runDeployer(st *storeSet, id string) *envdeploy.Deployer {
 
 // sandboxProviders are the runner's sandbox providers: local work folders
 // and, for container-mode sandboxes, the local Docker engine ("docker";
-// it is contacted only when a step uses it).
-func (d *deps) sandboxProviders(lp runner.SandboxProvider) map[string]runner.SandboxProvider {
+// it is contacted only when a step uses it). Docker resources carry
+// storeID.
+func (d *deps) sandboxProviders(lp runner.SandboxProvider, storeID string) map[string]runner.SandboxProvider {
 	out := map[string]runner.SandboxProvider{lp.Type(): lp}
-	if dp, err := docker.New(&docker.Options{Logger: d.logger()}); err == nil {
+	if dp, err := docker.New(&docker.Options{Logger: d.logger(), StoreID: storeID}); err == nil {
 		out[docker.TypeName] = dp
 	}
 	return out

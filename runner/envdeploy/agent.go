@@ -3,11 +3,15 @@ package envdeploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"slices"
+	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/agentenv/agentenv/registry"
@@ -97,13 +101,17 @@ func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (ins
 	now := d.now()
 	id := newInstanceID()
 	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: OwnerLabels(id, d.Persist, expires)})
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: d.labels(id, expires)})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			_ = g.Terminate(context.WithoutCancel(ctx))
+			cctx, cancel := CleanupContext(ctx)
+			defer cancel()
+			if terr := g.Terminate(cctx); terr != nil {
+				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
+			}
 		}
 	}()
 	env := map[string]string{"A2A_HOST": "0.0.0.0"}
@@ -210,10 +218,30 @@ func (d *Deployer) TeardownAgent(ctx context.Context, id string) error {
 	return d.markTornDown(ctx, registry.A2AAgentInstances, id)
 }
 
+// PruneOptions tunes Prune; nil means this store only.
+type PruneOptions struct {
+	// AllStores prunes the orphans of every store on the engine, not only
+	// those labelled with the deployer's StoreID.
+	AllStores bool
+}
+
+// PruneReport is what Prune removed, kept (with why) and skipped.
+type PruneReport struct {
+	Removed []string
+	// Kept lists each kept sandbox once: "<sandbox id> (instance <id>): <why>".
+	Kept []string
+	// Skipped names the backends that did not answer, with their error.
+	Skipped []string
+}
+
 // Prune removes, on every backend that answers, the labelled resources
-// whose owner is gone (Orphaned), and returns what it removed. Backends
-// that do not answer are skipped and reported in skipped.
-func (d *Deployer) Prune(ctx context.Context) (removed []string, skipped []string, err error) {
+// that PruneRule finds orphaned: only this store's (StoreID) unless
+// AllStores. Backends that do not answer are skipped and reported.
+func (d *Deployer) Prune(ctx context.Context, o *PruneOptions) (*PruneReport, error) {
+	var opts PruneOptions
+	if o != nil {
+		opts = *o
+	}
 	live := func(id string) bool {
 		for _, c := range []registry.Collection{registry.EnvInstances, registry.A2AAgentInstances} {
 			r, _, err := d.record(ctx, c, id)
@@ -229,25 +257,47 @@ func (d *Deployer) Prune(ctx context.Context) (removed []string, skipped []strin
 		}
 		return false
 	}
+	rule := PruneRule{Now: d.now(), Live: live, StoreID: d.StoreID, AllStores: opts.AllStores}
+	rep := &PruneReport{}
+	var mu sync.Mutex // a backend may decide concurrently
+	kept := map[string]bool{}
+	decide := func(l map[string]string) bool {
+		orphan, why := rule.Decide(l)
+		if !orphan {
+			key := l[LabelSandbox]
+			if key == "" {
+				key = l[LabelInstance]
+			}
+			mu.Lock()
+			if !kept[key] {
+				kept[key] = true
+				rep.Kept = append(rep.Kept, key+" (instance "+l[LabelInstance]+"): "+why)
+			}
+			mu.Unlock()
+		}
+		return orphan
+	}
 	var errs []error
 	done := map[string]bool{}
-	for name, b := range d.Backends {
+	for _, name := range slices.Sorted(maps.Keys(d.Backends)) {
+		b := d.Backends[name]
 		if done[b.Type()] {
 			continue // one backend under several names ("local" and "docker")
 		}
 		done[b.Type()] = true
 		if err := b.Check(ctx); err != nil {
-			skipped = append(skipped, name+": "+err.Error())
+			rep.Skipped = append(rep.Skipped, name+": "+err.Error())
 			continue
 		}
-		r, err := b.Prune(ctx, Orphaned(d.now(), live))
-		removed = append(removed, r...)
+		r, err := b.Prune(ctx, decide)
+		rep.Removed = append(rep.Removed, r...)
 		if err != nil {
 			errs = append(errs, err)
 		}
 	}
+	sort.Strings(rep.Kept)
 	if len(errs) > 0 {
-		return removed, skipped, fmt.Errorf("prune: %v", errs)
+		return rep, fmt.Errorf("prune: %w", errors.Join(errs...))
 	}
-	return removed, skipped, nil
+	return rep, nil
 }

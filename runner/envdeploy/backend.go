@@ -6,8 +6,12 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
+
+	"github.com/agentenv/agentenv/internal/procid"
+	"github.com/agentenv/agentenv/registry"
 )
 
 // Labels every backend resource carries (Docker labels; the process
@@ -16,10 +20,28 @@ const (
 	LabelInstance = "agentenv.instance" // the env or agent instance id
 	LabelSandbox  = "agentenv.sandbox"  // the group (sandbox) id
 	LabelOwner    = "agentenv.owner"    // "pid:<n>": the process that created it
-	LabelPersist  = "agentenv.persist"  // "true": outlives its owner while its instance record exists
-	LabelExpires  = "agentenv.expires"  // unix seconds; past it the resource may be pruned
-	LabelRole     = "agentenv.role"     // mcp_server, gateway, agent
+	// LabelOwnerStart and LabelOwnerHost make the owner survive pid reuse:
+	// "<boot id>/<start ticks>" and the host (internal/procid).
+	LabelOwnerStart = "agentenv.owner.start"
+	LabelOwnerHost  = "agentenv.owner.host"
+	LabelPersist    = "agentenv.persist" // "true": outlives its owner while its instance record exists
+	LabelExpires    = "agentenv.expires" // unix seconds; past it the resource may be pruned
+	LabelRole       = "agentenv.role"    // mcp_server, gateway, agent
+	// LabelStore is the id of the store (registry.StoreID) whose command
+	// created the resource: prune touches only its own store's resources.
+	LabelStore = registry.StoreLabel
 )
+
+// CleanupTimeout bounds the removal of what a cancelled or failed deploy
+// created. The removal runs on a fresh context (the deploy's own may be
+// cancelled: Ctrl-C) so that it completes, but never hangs the exit.
+const CleanupTimeout = 60 * time.Second
+
+// CleanupContext is the context of such a removal: ctx's values without
+// its cancellation, bounded by CleanupTimeout.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
+}
 
 // Ports inside a group (runner.md §15.1, agent-protocol.md §8).
 const (
@@ -156,10 +178,15 @@ type ImageBuilder interface {
 // OwnerLabels are the labels of resources created by this process for
 // instance id.
 func OwnerLabels(instanceID string, persist bool, expires time.Time) map[string]string {
+	self := procid.Self()
 	l := map[string]string{
 		LabelInstance: instanceID,
-		LabelOwner:    "pid:" + strconv.Itoa(os.Getpid()),
+		LabelOwner:    "pid:" + strconv.Itoa(self.PID),
 		LabelPersist:  strconv.FormatBool(persist),
+	}
+	if self.Start != "" && self.Boot != "" {
+		l[LabelOwnerStart] = self.Boot + "/" + self.Start
+		l[LabelOwnerHost] = self.Host
 	}
 	if !expires.IsZero() {
 		l[LabelExpires] = strconv.FormatInt(expires.Unix(), 10)
@@ -167,26 +194,76 @@ func OwnerLabels(instanceID string, persist bool, expires time.Time) map[string]
 	return l
 }
 
-// Orphaned is the prune rule. A resource is an orphan when it is expired,
-// or when its owner process is gone and either it does not persist or its
-// instance is not live (live reports whether an instance record says the
-// instance is deployed; nil means none is).
-func Orphaned(now time.Time, live func(instanceID string) bool) func(map[string]string) bool {
-	return func(l map[string]string) bool {
-		if _, ok := l[LabelInstance]; !ok {
-			return false // not ours
-		}
-		if exp, err := strconv.ParseInt(l[LabelExpires], 10, 64); err == nil && now.Unix() > exp {
-			return true
-		}
-		if OwnerAlive(l[LabelOwner]) {
-			return false
-		}
-		if l[LabelPersist] != "true" {
-			return true
-		}
-		return live == nil || !live(l[LabelInstance])
+// PruneRule decides which labelled resources Prune removes.
+type PruneRule struct {
+	Now time.Time
+	// Live reports whether an instance record says the instance is
+	// deployed; nil means none is.
+	Live func(instanceID string) bool
+	// StoreID, unless AllStores, limits pruning to resources labelled with
+	// this store; "" with AllStores false keeps everything labelled.
+	StoreID   string
+	AllStores bool
+}
+
+// Decide tells whether a resource with labels l is an orphan to remove,
+// and why (the reason is printed for what is kept). A resource of another
+// store (or of none) is kept unless AllStores. Then it is an orphan when
+// it is expired, or when its owner process is gone and either it does not
+// persist or its instance is not live.
+func (r PruneRule) Decide(l map[string]string) (orphan bool, reason string) {
+	inst, ok := l[LabelInstance]
+	if !ok {
+		return false, "not an agentenv resource"
 	}
+	if !r.AllStores && l[LabelStore] != r.StoreID {
+		if l[LabelStore] == "" {
+			return false, "carries no store id (made before store ids, or by hand); --all-stores prunes it"
+		}
+		return false, "belongs to another store (" + l[LabelStore] + "); --all-stores prunes it"
+	}
+	if exp, err := strconv.ParseInt(l[LabelExpires], 10, 64); err == nil && r.Now.Unix() > exp {
+		return true, "expired"
+	}
+	if !ownerGone(l) {
+		if h := l[LabelOwnerHost]; h != "" && h != procid.Host() {
+			return false, "its owner runs on another host (" + h + "); prune there"
+		}
+		return false, "its owner process (" + l[LabelOwner] + ") is running"
+	}
+	if l[LabelPersist] != "true" {
+		return true, "owner gone"
+	}
+	if r.Live != nil && r.Live(inst) {
+		return false, "instance " + inst + " is recorded as deployed (tear it down with its teardown command)"
+	}
+	return true, "owner gone, instance not deployed"
+}
+
+// Orphaned is the prune rule over every store's resources (no store
+// scoping), as a predicate.
+func Orphaned(now time.Time, live func(instanceID string) bool) func(map[string]string) bool {
+	r := PruneRule{Now: now, Live: live, AllStores: true}
+	return func(l map[string]string) bool {
+		orphan, _ := r.Decide(l)
+		return orphan
+	}
+}
+
+// ownerGone reads the owner labels. With the start and host labels it asks
+// procid (pid reuse and other hosts are told apart: an owner of another
+// host is never gone); without them (older resources) a missing pid is
+// gone.
+func ownerGone(l map[string]string) bool {
+	boot, start, ok := strings.Cut(l[LabelOwnerStart], "/")
+	if !ok || l[LabelOwnerHost] == "" {
+		return !OwnerAlive(l[LabelOwner])
+	}
+	pid, err := strconv.Atoi(strings.TrimPrefix(l[LabelOwner], "pid:"))
+	if err != nil {
+		return true
+	}
+	return procid.Owner{PID: pid, Start: start, Boot: boot, Host: l[LabelOwnerHost]}.Gone()
 }
 
 // OwnerAlive reports whether an owner label ("pid:<n>") names a running

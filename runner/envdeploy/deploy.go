@@ -59,6 +59,10 @@ type Deployer struct {
 	// test or a bundle run leaves it false so Prune reclaims them once the
 	// process is gone.
 	Persist bool
+	// StoreID labels every group it creates (LabelStore) and scopes Prune
+	// to this store's resources; "" labels none and prunes only with
+	// AllStores.
+	StoreID string
 	Out     io.Writer
 	Logger  *slog.Logger
 	Now     func() time.Time
@@ -85,6 +89,15 @@ func (d *Deployer) httpClient() *http.Client {
 		return d.HTTP
 	}
 	return &http.Client{Timeout: 2 * time.Second}
+}
+
+// labels are the labels of a group this deployer creates for instance id.
+func (d *Deployer) labels(id string, expires time.Time) map[string]string {
+	l := OwnerLabels(id, d.Persist, expires)
+	if d.StoreID != "" {
+		l[LabelStore] = d.StoreID
+	}
+	return l
 }
 
 // DeployRequest deploys one env.
@@ -310,13 +323,15 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	now := d.now()
 	id := newInstanceID()
 	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: OwnerLabels(id, d.Persist, expires)})
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: d.labels(id, expires)})
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if err != nil {
-			if terr := g.Terminate(context.WithoutCancel(ctx)); terr != nil {
+			cctx, cancel := CleanupContext(ctx)
+			defer cancel()
+			if terr := g.Terminate(cctx); terr != nil {
 				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
 			}
 		}

@@ -15,6 +15,9 @@
 // process on a loopback port. The topology is written once, here, against
 // the Backend interface; backendtest is the conformance suite both pass.
 //
-// Everything a backend creates carries Labels (instance, owner pid, expiry,
-// persistence), so Prune can remove what a killed process left behind.
+// Everything a backend creates carries Labels (instance, store, owner pid
+// and start time, expiry, persistence), so Prune can remove what a killed
+// process of this store left behind (PruneRule), and a cancelled or failed
+// deploy removes its partial group on a fresh context bounded by
+// CleanupTimeout.
 package envdeploy

@@ -47,6 +47,51 @@ func TestOrphaned(t *testing.T) {
 	}
 }
 
+// PruneRule keeps other stores' resources (and unlabelled ones) unless
+// AllStores, whatever their owner, and says why; the owner start label
+// tells a reused pid from the owner.
+func TestPruneRuleStores(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	dead := func(store string) map[string]string {
+		l := map[string]string{envdeploy.LabelInstance: "a", envdeploy.LabelOwner: "pid:999999999"}
+		if store != "" {
+			l[envdeploy.LabelStore] = store
+		}
+		return l
+	}
+	mine := envdeploy.PruneRule{Now: now, StoreID: "s1"}
+	all := envdeploy.PruneRule{Now: now, StoreID: "s1", AllStores: true}
+	for _, c := range []struct {
+		rule   envdeploy.PruneRule
+		labels map[string]string
+		orphan bool
+		why    string
+	}{
+		{mine, dead("s1"), true, "owner gone"},
+		{mine, dead("s2"), false, "belongs to another store (s2)"},
+		{mine, dead(""), false, "carries no store id"},
+		{all, dead("s2"), true, "owner gone"},
+		{all, dead(""), true, "owner gone"},
+	} {
+		orphan, why := c.rule.Decide(c.labels)
+		if orphan != c.orphan || !strings.Contains(why, c.why) {
+			t.Errorf("%+v on %v = %v %q, want %v %q", c.rule, c.labels, orphan, why, c.orphan, c.why)
+		}
+	}
+	// This process's own labels: alive; the same pid with another start
+	// time (a reused pid): gone.
+	l := envdeploy.OwnerLabels("a", false, time.Time{})
+	l[envdeploy.LabelStore] = "s1"
+	if orphan, why := mine.Decide(l); orphan || !strings.Contains(why, "is running") {
+		t.Errorf("own resource: %v %q", orphan, why)
+	}
+	boot, _, _ := strings.Cut(l[envdeploy.LabelOwnerStart], "/")
+	l[envdeploy.LabelOwnerStart] = boot + "/1"
+	if orphan, _ := mine.Decide(l); !orphan {
+		t.Errorf("a reused pid counts as the owner: %v", l)
+	}
+}
+
 func TestDeriveAndValidateNames(t *testing.T) {
 	root, err := envdeploytest.ModuleRoot()
 	if err != nil {

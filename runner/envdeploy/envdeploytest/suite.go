@@ -132,8 +132,9 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	_, err = put.PutMulti(ctx, envdeploy.MultiInput{ID: "pair", MCPServers: []string{"alpha", "beta:1"}})
 	must(err)
 
+	storeID := "suite" + randomHex(6)
 	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{b.Type(): b}, DefaultSandbox: b.Type(),
-		ReadyTimeout: 60 * time.Second}
+		ReadyTimeout: 60 * time.Second, StoreID: storeID}
 
 	t.Run("BadInput", func(t *testing.T) {
 		if _, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "nope"}}); !errors.Is(err, registry.ErrNotFound) {
@@ -286,21 +287,50 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	})
 
 	t.Run("Prune", func(t *testing.T) {
-		dead := map[string]string{envdeploy.LabelInstance: "prune-dead", envdeploy.LabelOwner: "pid:999999999", envdeploy.LabelPersist: "true"}
+		// A dead owner's groups: this store's is pruned; another store's
+		// is kept (and named, with why) unless AllStores.
+		dead := map[string]string{envdeploy.LabelInstance: "prune-dead", envdeploy.LabelOwner: "pid:999999999",
+			envdeploy.LabelPersist: "true", envdeploy.LabelStore: storeID}
 		g1, err := b.CreateGroup(ctx, envdeploy.GroupSpec{Labels: dead})
 		must(err)
 		live := envdeploy.OwnerLabels("prune-live", false, time.Time{})
+		live[envdeploy.LabelStore] = storeID
 		g2, err := b.CreateGroup(ctx, envdeploy.GroupSpec{Labels: live})
 		must(err)
-		t.Cleanup(func() { _ = g2.Terminate(context.Background()); _ = g1.Terminate(context.Background()) })
-		removed, _, err := d.Prune(ctx)
+		otherStore := "other" + randomHex(6)
+		foreign := map[string]string{envdeploy.LabelInstance: "prune-foreign", envdeploy.LabelOwner: "pid:999999999",
+			envdeploy.LabelPersist: "false", envdeploy.LabelStore: otherStore}
+		g3, err := b.CreateGroup(ctx, envdeploy.GroupSpec{Labels: foreign})
 		must(err)
-		joined := strings.Join(removed, ",")
-		if !strings.Contains(joined, g1.ID()) || strings.Contains(joined, g2.ID()) {
-			t.Errorf("prune removed %v; want %s and not %s", removed, g1.ID(), g2.ID())
+		t.Cleanup(func() {
+			for _, g := range []envdeploy.Group{g3, g2, g1} {
+				_ = g.Terminate(context.Background())
+			}
+		})
+		rep, err := d.Prune(ctx, nil)
+		must(err)
+		joined := strings.Join(rep.Removed, ",")
+		if !strings.Contains(joined, g1.ID()) || strings.Contains(joined, g2.ID()) || strings.Contains(joined, g3.ID()) {
+			t.Errorf("prune removed %v; want %s and neither %s nor %s", rep.Removed, g1.ID(), g2.ID(), g3.ID())
+		}
+		kept := strings.Join(rep.Kept, "\n")
+		if !strings.Contains(kept, g2.ID()+" (instance prune-live): its owner process") ||
+			!strings.Contains(kept, g3.ID()+" (instance prune-foreign): belongs to another store ("+otherStore+")") {
+			t.Errorf("kept:\n%s", kept)
 		}
 		if _, err := b.OpenGroup(ctx, g1.ID()); !errors.Is(err, envdeploy.ErrNotFound) {
 			t.Errorf("pruned group still opens: %v", err)
+		}
+		if _, err := b.OpenGroup(ctx, g3.ID()); err != nil {
+			t.Errorf("another store's group was removed: %v", err)
+		}
+		// The other store's own prune removes it.
+		other := *d
+		other.StoreID = otherStore
+		rep, err = other.Prune(ctx, &envdeploy.PruneOptions{})
+		must(err)
+		if joined := strings.Join(rep.Removed, ","); !strings.Contains(joined, g3.ID()) {
+			t.Errorf("the other store's prune removed %v, want %s", rep.Removed, g3.ID())
 		}
 		must(g2.Terminate(ctx))
 		must(g2.Terminate(ctx))
@@ -309,6 +339,12 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		}
 		leftovers("after prune")
 	})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func mcpClient(t *testing.T, ctx context.Context, u, credential string) *client.Client {

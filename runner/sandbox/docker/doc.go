@@ -14,7 +14,10 @@
 // runner's deploy_sandbox step.
 //
 // Every container and network carries the envdeploy labels (instance,
-// sandbox, owner pid, persistence, expiry); Terminate removes by label, so
-// it is complete and idempotent, and Prune removes what a killed process
-// left behind.
+// sandbox, store, owner pid and start, persistence, expiry); Terminate
+// removes by label, so it is complete and idempotent, and Prune removes
+// what a killed process left behind. Create calls run to their end on a
+// fresh bounded context even when the caller's is cancelled, so a Ctrl-C
+// in flight never leaves an object nobody knows of; a removal another
+// caller has in progress counts as done once the object is gone.
 package docker

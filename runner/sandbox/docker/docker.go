@@ -37,12 +37,16 @@ type Options struct {
 	// "tcp://127.0.0.1:2375"); "" reads DOCKER_HOST and friends.
 	Host   string
 	Logger *slog.Logger
+	// StoreID labels every network and container created (LabelStore)
+	// unless the group's labels already carry one; "" = none.
+	StoreID string
 }
 
 // Provider talks to one engine.
 type Provider struct {
-	cli *client.Client
-	log *slog.Logger
+	cli     *client.Client
+	log     *slog.Logger
+	storeID string
 }
 
 var _ envdeploy.Backend = (*Provider)(nil)
@@ -65,7 +69,7 @@ func New(o *Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: %w", err)
 	}
-	return &Provider{cli: cli, log: opt.Logger}, nil
+	return &Provider{cli: cli, log: opt.Logger, storeID: opt.StoreID}, nil
 }
 
 // Client is the engine client (tests inspect labels through it).

@@ -58,10 +58,35 @@ func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envd
 	if _, ok := labels[envdeploy.LabelOwner]; !ok {
 		maps.Copy(labels, envdeploy.OwnerLabels(labels[envdeploy.LabelInstance], false, time.Time{}))
 	}
-	if _, err := p.cli.NetworkCreate(ctx, NetworkName(id), client.NetworkCreateOptions{Driver: "bridge", Labels: labels}); err != nil {
+	if _, ok := labels[envdeploy.LabelStore]; !ok && p.storeID != "" {
+		labels[envdeploy.LabelStore] = p.storeID
+	}
+	// The create runs to its end even when ctx is cancelled meanwhile
+	// (Ctrl-C): the engine may create the network after the client gave
+	// up, and only a completed call tells us it exists. A cancelled ctx
+	// then removes it again.
+	cctx, cancel := envdeploy.CleanupContext(ctx)
+	_, err := p.cli.NetworkCreate(cctx, NetworkName(id), client.NetworkCreateOptions{Driver: "bridge", Labels: labels})
+	cancel()
+	if err != nil {
 		return nil, p.wrap("create network "+NetworkName(id), err)
 	}
-	return &Group{p: p, id: id, labels: labels, containers: map[string]string{}}, nil
+	g := &Group{p: p, id: id, labels: labels, containers: map[string]string{}}
+	if err := ctx.Err(); err != nil {
+		return nil, g.cleanup(ctx, err)
+	}
+	return g, nil
+}
+
+// cleanup removes the group after ctx ended mid-create, on a fresh bounded
+// context, and returns cause (with the removal's failure, if any).
+func (g *Group) cleanup(ctx context.Context, cause error) error {
+	cctx, cancel := envdeploy.CleanupContext(ctx)
+	defer cancel()
+	if err := g.Terminate(cctx); err != nil {
+		return fmt.Errorf("%w (and removing the partial group %s failed: %v)", cause, g.id, err)
+	}
+	return cause
 }
 
 // OpenGroup implements envdeploy.Backend from the network's labels.
@@ -143,13 +168,22 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 	aliases := append([]string{w.Name}, w.Aliases...)
 	nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		NetworkName(g.id): {Aliases: aliases}}}
-	cr, err := g.p.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: g.ContainerName(w.Name), Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	// As for the network: the create completes on a fresh context and its
+	// result is recorded before ctx is looked at, so a cancel in flight
+	// cannot leave a container the group does not know of. The caller's
+	// Terminate (every deploy path has one on error) removes it.
+	cctx, cancel := envdeploy.CleanupContext(ctx)
+	cr, err := g.p.cli.ContainerCreate(cctx, client.ContainerCreateOptions{Name: g.ContainerName(w.Name), Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	cancel()
 	if err != nil {
 		return envdeploy.Endpoint{}, g.p.wrap("create container "+g.ContainerName(w.Name), err)
 	}
 	g.mu.Lock()
 	g.containers[w.Name] = cr.ID
 	g.mu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return envdeploy.Endpoint{}, err
+	}
 	for _, other := range w.Join {
 		if _, err := g.p.cli.NetworkConnect(ctx, NetworkName(other), client.NetworkConnectOptions{Container: cr.ID,
 			EndpointConfig: &network.EndpointSettings{Aliases: aliases}}); err != nil {
@@ -238,8 +272,8 @@ func (p *Provider) removeLabelled(ctx context.Context, key, value string, orphan
 		if orphaned != nil && !orphaned(c.Labels) {
 			continue
 		}
-		if _, err := p.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
-			errs = append(errs, p.wrap("remove container", err))
+		if err := p.removeContainer(ctx, c.ID); err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		name := c.ID[:12]
@@ -263,13 +297,88 @@ func (p *Provider) removeLabelled(ctx context.Context, key, value string, orphan
 				_, _ = p.cli.NetworkDisconnect(ctx, n.ID, client.NetworkDisconnectOptions{Container: cid, Force: true})
 			}
 		}
-		if _, err := p.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+		if err := p.removeNetwork(ctx, n.ID); err != nil {
 			errs = append(errs, p.wrap("remove network "+n.Name, err))
 			continue
 		}
 		removed = append(removed, "network "+n.Name)
 	}
 	return removed, errors.Join(errs...)
+}
+
+// removeGrace bounds the wait for a removal that another caller (a
+// concurrent prune or teardown) has in progress.
+const removeGrace = 30 * time.Second
+
+// removeContainer force-removes a container. A container already gone
+// counts as removed; so does one whose removal another caller has in
+// progress (the engine answers 409 Conflict) once it is gone, which is
+// awaited for at most removeGrace.
+func (p *Provider) removeContainer(ctx context.Context, id string) error {
+	_, err := p.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil || cerrdefs.IsNotFound(err):
+		return nil
+	case !cerrdefs.IsConflict(err):
+		return p.wrap("remove container "+id[:min(12, len(id))], err)
+	}
+	gone := func(ctx context.Context) (bool, error) {
+		_, ierr := p.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(ierr) {
+			return true, nil
+		}
+		return false, ierr
+	}
+	if werr := waitUntil(ctx, removeGrace, gone); werr != nil {
+		return p.wrap("remove container "+id[:min(12, len(id))], fmt.Errorf("%w (then waiting for it to go: %v)", err, werr))
+	}
+	return nil
+}
+
+// removeNetwork removes a network; gone already is removed. A network
+// whose last endpoint is still being removed by another caller refuses
+// (active endpoints): it is retried until removed, for at most
+// removeGrace.
+func (p *Provider) removeNetwork(ctx context.Context, id string) error {
+	var last error
+	try := func(ctx context.Context) (bool, error) {
+		_, err := p.cli.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+		if err == nil || cerrdefs.IsNotFound(err) {
+			return true, nil
+		}
+		last = err
+		if cerrdefs.IsConflict(err) || cerrdefs.IsPermissionDenied(err) {
+			return false, nil // endpoints still going (403 active endpoints): try again
+		}
+		return false, err
+	}
+	if err := waitUntil(ctx, removeGrace, try); err != nil {
+		if last != nil && !errors.Is(err, last) {
+			return fmt.Errorf("%w (%v)", last, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// waitUntil calls done every 100 ms until it reports true, returns an
+// error, or grace (or ctx) runs out.
+func waitUntil(ctx context.Context, grace time.Duration, done func(ctx context.Context) (bool, error)) error {
+	ctx, cancel := context.WithTimeout(ctx, grace)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := done(ctx)
+		if ok || err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // Prune implements envdeploy.Backend over everything labelled with an

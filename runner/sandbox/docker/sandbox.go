@@ -74,8 +74,7 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 	ep, err := g.Run(ctx, envdeploy.Workload{Name: mainWorkload, Role: "sandbox", Env: s.Env, Port: s.Port, Publish: s.Port > 0,
 		Source: envdeploy.Source{Ref: s.Image, What: "image " + s.Image, PutHint: "docker load (images are never pulled)"}})
 	if err != nil {
-		_ = g.Terminate(context.WithoutCancel(ctx))
-		return nil, err
+		return nil, g.(*Group).cleanup(ctx, err)
 	}
 	sb := &Sandbox{p: p, g: g.(*Group), container: ep.ID, policy: s.NetworkPolicy, tunnels: map[int]string{}}
 	if ep.Host != "" {
@@ -135,6 +134,9 @@ func (s *Sandbox) Mode() sandbox.Mode { return sandbox.ModeContainer }
 
 // ContainerID is the engine's id of the sandbox's container.
 func (s *Sandbox) ContainerID() string { return s.container }
+
+// ContainerName is the name of the sandbox's container.
+func (s *Sandbox) ContainerName() string { return s.g.ContainerName(mainWorkload) }
 
 // TunnelURLs implements sandbox.Sandbox.
 func (s *Sandbox) TunnelURLs() map[int]string {

@@ -114,7 +114,8 @@ type Group struct {
 
 var _ envdeploy.Group = (*Group)(nil)
 
-func (p *Provider) groupDir(id string) string { return filepath.Join(p.root, "agentenv-"+id) }
+// GroupDir is the state folder of group id.
+func (p *Provider) GroupDir(id string) string { return filepath.Join(p.root, "agentenv-"+id) }
 
 // CreateGroup implements envdeploy.Backend.
 func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envdeploy.Group, error) {
@@ -144,7 +145,7 @@ func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envd
 	if err := os.MkdirAll(p.root, 0o700); err != nil {
 		return nil, fmt.Errorf("process: %w", err)
 	}
-	dir := p.groupDir(id)
+	dir := p.GroupDir(id)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("process: create group folder: %w", err)
 	}
@@ -161,7 +162,7 @@ func (p *Provider) OpenGroup(ctx context.Context, id string) (envdeploy.Group, e
 	if strings.ContainsAny(id, `/\`) || id == "" || id == "." || id == ".." {
 		return nil, fmt.Errorf("process group %q: %w", id, envdeploy.ErrNotFound)
 	}
-	return p.open(p.groupDir(id))
+	return p.open(p.GroupDir(id))
 }
 
 func (p *Provider) open(dir string) (*Group, error) {
