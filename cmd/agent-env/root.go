@@ -106,10 +106,6 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 		return nil, err
 	}
 	st.defaultSandbox = cfg.Sandbox.Default
-	if st.storeID, err = registry.StoreID(st.StateRoot); err != nil {
-		st.Close()
-		return nil, err
-	}
 	d.markAbandoned(ctx, st)
 	return st, nil
 }

@@ -68,7 +68,7 @@ func (d *deps) pruneAbandoned(ctx context.Context, st *storeSet) ([]string, erro
 	if st.Local != st.Documents {
 		docs = append(docs, st.Local)
 	}
-	providers := d.sandboxProviders(local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()}), st.storeID)
+	providers := d.sandboxProviders(local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()}), st.StoreID())
 	svc := &runner.Services{Sandboxes: providers}
 	var removed []string
 	var errs []error

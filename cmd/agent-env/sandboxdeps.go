@@ -72,7 +72,7 @@ func (d *deps) withEnvSession(ctx context.Context, id string, fn func(ctx contex
 // returned Docker provider (may be nil) when done.
 func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist bool) (*envdeploy.Deployer, *envdeploy.Putter, *docker.Provider, *process.Provider) {
 	backends := map[string]envdeploy.Backend{}
-	dp, derr := docker.New(&docker.Options{Logger: d.logger(), StoreID: st.storeID})
+	dp, derr := docker.New(&docker.Options{Logger: d.logger(), StoreID: st.StoreID()})
 	if derr == nil {
 		backends["local"], backends["docker"] = dp, dp
 	}
@@ -89,7 +89,7 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	} else {
 		put.BuilderErr = derr
 	}
-	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, StoreID: st.storeID, Out: d.stdout, Logger: d.logger(),
+	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, StoreID: st.StoreID(), Out: d.stdout, Logger: d.logger(),
 		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault, AutoRegisterExamples: true}
 	dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
 		src, err := envdeploy.GatewaySource(ctx)

@@ -17,9 +17,6 @@ import (
 type storeSet struct {
 	*stores.Set
 	defaultSandbox string
-	// storeID labels every sandbox resource this store's commands create
-	// and scopes `sandbox prune` (registry.StoreID of the state root).
-	storeID string
 }
 
 // openConfiguredStores opens the stores of cfg ([stores] in config.toml;
@@ -64,7 +61,7 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		Documents:      st.DocumentsFor(id),
 		Objects:        st.Objects,
 		Artifacts:      st.ArtifactsFor(id),
-		Sandboxes:      d.sandboxProviders(lp, st.storeID), // local + docker (sandboxdeps.go)
+		Sandboxes:      d.sandboxProviders(lp, st.StoreID()), // local + docker (sandboxdeps.go)
 		DefaultSandbox: st.defaultSandbox,
 		Deployer:       d.runDeployer(st, id), // deploy_env, deploy_agent (sandboxdeps.go)
 		Logger:         d.logger(),
