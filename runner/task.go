@@ -386,18 +386,41 @@ func decodeConfig(info StepInfo, fields map[string]json.RawMessage) (Step, []err
 			errs = append(errs, fieldDecodeError(info, k, err))
 		}
 	}
+	// Validate runs even after a field failed to decode, so a missing
+	// required field is reported too; what it says about a field already
+	// reported is dropped.
+	if v, ok := cfg.(Validator); ok {
+		if err := v.Validate(); err != nil {
+			verrs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				verrs = j.Unwrap()
+			}
+			for _, ve := range verrs {
+				if !reported(errs, ve) {
+					errs = append(errs, ve)
+				}
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return nil, errs
 	}
-	if v, ok := cfg.(Validator); ok {
-		if err := v.Validate(); err != nil {
-			if j, ok := err.(interface{ Unwrap() []error }); ok {
-				return nil, j.Unwrap()
-			}
-			return nil, []error{err}
+	return cfg, nil
+}
+
+// reported tells whether err is about a field errs already name.
+func reported(errs []error, err error) bool {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return false
+	}
+	for _, e := range errs {
+		var have *FieldError
+		if errors.As(e, &have) && (have.Field == fe.Field || strings.HasPrefix(have.Field, fe.Field+".")) {
+			return true
 		}
 	}
-	return cfg, nil
+	return false
 }
 
 // fieldDecodeError words a decode error of field k.
