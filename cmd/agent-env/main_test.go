@@ -326,7 +326,7 @@ func TestBadInput(t *testing.T) {
 	f := writeFile(t, filepath.Join(dir, "pre.json"), `[{"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"l","type":"load_artifact","sandbox_name":"box","artifact_id":"missing-art"}]`)
 	code, out, _ := c.run("task", "create", f, "--id", "pre")
-	if code != 1 || !strings.Contains(out, "Preflight found 1 problem(s):\n  - step 2 (id \"l\"): load_artifact: Artifact missing-art version=latest not found\n") ||
+	if code != 1 || !strings.Contains(out, "Preflight found 1 problem(s):\n  - step 2 (id \"l\"): field \"artifact_id\": Artifact missing-art version=latest not found\n") ||
 		!strings.Contains(out, "Nothing was saved. Re-run with --skip-validation to save anyway.") {
 		t.Errorf("preflight: exit %d\n%s", code, out)
 	}

@@ -98,7 +98,8 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 
 // EntityRefs implements runner.EntityRefser.
 func (c *Config) EntityRefs() []runner.EntityRef {
-	return []runner.EntityRef{{Field: "a2a_agent_id", Collection: string(registry.A2AAgents), VersionField: "a2a_agent_version"}}
+	return []runner.EntityRef{{Field: "a2a_agent_id", Collection: string(registry.A2AAgents), VersionField: "a2a_agent_version"},
+		{Field: "env_ids", Collection: string(registry.Envs), List: true}}
 }
 
 // Validate implements runner.Validator.

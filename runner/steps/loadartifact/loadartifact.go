@@ -84,7 +84,6 @@ var (
 	_ runner.Step         = (*Config)(nil)
 	_ runner.Validator    = (*Config)(nil)
 	_ runner.EntityRefser = (*Config)(nil)
-	_ runner.Preflighter  = (*Config)(nil)
 )
 
 // EntityRefs implements runner.EntityRefser.
@@ -150,20 +149,6 @@ func checkURL(raw string) error {
 		return fmt.Errorf("%q is not an http(s) URL", raw)
 	}
 	return nil
-}
-
-// Preflight implements runner.Preflighter: the artifacts exist.
-func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
-	if s.Documents == nil {
-		return nil
-	}
-	var errs []error
-	for _, ref := range c.refs() {
-		if _, err := s.Documents.Get(ctx, registry.Artifacts, ref); err != nil {
-			errs = append(errs, fmt.Errorf("load_artifact: %w", err))
-		}
-	}
-	return errs
 }
 
 func (c *Config) refs() []registry.Ref {
