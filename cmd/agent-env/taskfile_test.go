@@ -47,3 +47,13 @@ func TestTaskValidateFile(t *testing.T) {
 		t.Errorf("validate without FILE or --id: exit %d %q", code, stderr)
 	}
 }
+
+// agent-env run hello --sandbox process works, as the README suggests:
+// the bare sandbox of the hello task is a host work folder.
+func TestRunHelloOnProcessSandbox(t *testing.T) {
+	c := newCLI(t)
+	code, out, stderr := c.run("run", "hello", "--sandbox", "process")
+	if code != 0 || !strings.Contains(out, "tasks/hello.json v1: passed (hello: 1)") || !strings.Contains(out, "Tore down 1 sandbox.") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
