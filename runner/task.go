@@ -301,7 +301,7 @@ func parseStep(reg *StepRegistry, i int, raw json.RawMessage) (*StepDef, []*Step
 	if v, ok := obj["depends_on"]; ok && !isNull(v) {
 		var entries []json.RawMessage
 		if jsonKindOf(v) != "a list" || json.Unmarshal(v, &entries) != nil {
-			fail("depends_on", invalidf("must be a list of %s entries, got %s", stepRefForms, jsonKindOf(v)))
+			fail("depends_on", invalidf(`must be a list of step ids ("deploy") or {"task_step_id": "deploy"} objects, got %s`, jsonKindOf(v)))
 		} else {
 			d.DependsOn = []StepRef{}
 			for j, e := range entries {
@@ -434,6 +434,9 @@ func fieldDecodeError(info StepInfo, k string, err error) error {
 		}
 		return &FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got %s", kindWords(te.Type), valueWords(te.Value))}
 	case unknownField.MatchString(err.Error()):
+		if f := unknownField.FindStringSubmatch(err.Error())[1]; f != k {
+			return &FieldError{Field: k, Msg: fmt.Sprintf("has no field %q", f)} // an object inside k
+		}
 		return &FieldError{Field: k, Msg: fmt.Sprintf("is not a field of step type %s", info.Type)}
 	}
 	return &FieldError{Field: k, Msg: plainJSONError(err)}
