@@ -199,7 +199,7 @@ func (c *Config) target(ctx context.Context, env *gwclient.Env, svc string, time
 			for i := range card.ChildrenEnvironments {
 				child := &card.ChildrenEnvironments[i]
 				if child.URL == prefix || strings.HasPrefix(child.URL, prefix+"/") {
-					return &target{card: child, client: envclient.New(env.Gateway.Base(), nil)}, nil
+					return &target{card: child, client: env.Gateway.Card()}, nil // sends the control token
 				}
 			}
 			return nil, nil

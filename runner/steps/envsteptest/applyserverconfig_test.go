@@ -34,8 +34,11 @@ func TestApplyServerConfig(t *testing.T) {
 	if card, _ := entry["environment_card"].(map[string]any); card == nil || card["children_environments"] == nil {
 		t.Fatalf("the deployed entry stores no composed card with children: %v", entry["environment_card"])
 	}
-	gw := gwclient.New(entry["gateway_url"].(string), nil)
-	res, err := gw.CallTool(context.Background(), "", "email_send_message",
+	env, err := gwclient.ForEnv(rc, "email", "") // sends the gateway's control token
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := env.Gateway.CallTool(context.Background(), "", "email_send_message",
 		map[string]any{"to": []string{"bob@example.com"}, "subject": "Hi", "body": "Hello"})
 	if err != nil {
 		t.Fatal(err)
