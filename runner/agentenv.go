@@ -51,7 +51,8 @@ func (rc *RunContext) EnvEntry(envID, envStepID string) (map[string]any, error) 
 	for _, x := range list {
 		m, _ := x.(map[string]any)
 		md, _ := m["metadata"].(map[string]any)
-		if m["env_id"] == want.EnvID && md["deploy_step_id"] == want.DeployStepID() {
+		step, _ := md["deploy_step_id"].(string) // absent in entries not written by deploy_env
+		if m["env_id"] == want.EnvID && step == want.DeployStepID() {
 			return m, nil
 		}
 	}

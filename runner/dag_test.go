@@ -193,7 +193,7 @@ func runGolden(t *testing.T, sec map[string]string) string {
 	if err != nil {
 		fmt.Fprintf(&out, "parse error: %v\n", err)
 		for _, s := range []error{runner.ErrInvalidTask, runner.ErrUnknownStepType, runner.ErrDuplicateStepID,
-			runner.ErrForwardDependency, runner.ErrUnknownDependency, runner.ErrInvalidRetryConfig} {
+			runner.ErrForwardDependency, runner.ErrUnknownDependency, runner.ErrSelfDependency, runner.ErrInvalidRetryConfig} {
 			if errors.Is(err, s) {
 				fmt.Fprintf(&out, "is: %v\n", s)
 			}

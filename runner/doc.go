@@ -13,7 +13,8 @@
 //     returns the built-in set. A step type is a config struct implementing
 //     Step (and optionally Validator, Preflighter, EntityRefser).
 //   - Task / StepDef are a parsed, validated task (ParseSteps, ValidateDAG);
-//     errors are *StepError values naming the step and the field.
+//     a refused task is a *TaskError listing every problem, each a
+//     *StepError naming the step and the field.
 //   - Runner.Run schedules the DAG: ready steps run concurrently, tolerated
 //     failures release their dependents, fatal ones stop new launches,
 //     retries roll the context back and re-dispatch the failed span.

@@ -217,7 +217,7 @@ func (r *Runner) runStep(ctx context.Context, d *StepDef, rc *RunContext, seed m
 		if changed {
 			c, derr := decodeConfig(d.info, fields)
 			if derr != nil {
-				return fmt.Errorf("after seed substitution: %w", derr)
+				return fmt.Errorf("after seed substitution: %w", errors.Join(derr...))
 			}
 			cfg = c
 		}

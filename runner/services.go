@@ -33,6 +33,11 @@ type Services struct {
 	// DefaultSandbox is the provider spec used when neither the step nor
 	// user_overrides names one; "" means "local".
 	DefaultSandbox string
+	// SandboxAliases maps a sandbox spec name that is not a provider to
+	// the provider that serves it: "process" (the env and agent backend
+	// that runs workloads as local processes) → "local" work folders, so
+	// --sandbox process also covers a task's bare sandboxes. Nil: none.
+	SandboxAliases map[string]string
 	// Deployer deploys envs and agents (deploy_env, deploy_agent); nil
 	// makes those steps fail with ErrNoStore.
 	Deployer *envdeploy.Deployer
@@ -91,6 +96,10 @@ func (s *Services) CreateSandbox(ctx context.Context, spec string, sp sandbox.Sp
 	for _, name := range names {
 		name = strings.TrimSpace(name)
 		p, ok := s.Sandboxes[name]
+		if alias, isAlias := s.SandboxAliases[name]; !ok && isAlias {
+			name = alias
+			p, ok = s.Sandboxes[name]
+		}
 		if !ok {
 			return nil, fmt.Errorf("%w %q (configured: %s)", ErrUnknownProvider, name, strings.Join(s.providerNames(), ", "))
 		}

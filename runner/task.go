@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -70,9 +72,72 @@ func Invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
 }
 
-// StepRef is one depends_on entry.
+// StepRef is one depends_on entry. The reference writes it as
+// {"task_step_id": "<id>"}; task files also give a bare step id. Bare
+// keeps the form an entry was written in, so a stored task reads back as
+// it was written.
 type StepRef struct {
-	TaskStepID string `json:"task_step_id"`
+	TaskStepID string
+	Bare       bool
+}
+
+// MarshalJSON writes the entry in the form it was read in.
+func (r StepRef) MarshalJSON() ([]byte, error) {
+	if r.Bare {
+		return json.Marshal(r.TaskStepID)
+	}
+	return json.Marshal(map[string]string{"task_step_id": r.TaskStepID})
+}
+
+// UnmarshalJSON reads either form; its errors say what was expected in
+// words.
+func (r *StepRef) UnmarshalJSON(b []byte) error {
+	ref, msg := parseStepRef(b)
+	if msg != "" {
+		return errors.New(msg)
+	}
+	*r = ref
+	return nil
+}
+
+const stepRefForms = `a step id ("deploy") or {"task_step_id": "deploy"}`
+
+// parseStepRef reads one depends_on entry; msg says what is wrong.
+func parseStepRef(raw json.RawMessage) (StepRef, string) {
+	switch jsonKindOf(raw) {
+	case "a string":
+		var id string
+		_ = json.Unmarshal(raw, &id)
+		if id == "" {
+			return StepRef{}, "is an empty step id"
+		}
+		return StepRef{TaskStepID: id, Bare: true}, ""
+	case "an object":
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return StepRef{}, "must be " + stepRefForms
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			if k != "task_step_id" {
+				keys = append(keys, strconv.Quote(k))
+			}
+		}
+		if len(keys) > 0 {
+			sort.Strings(keys)
+			return StepRef{}, fmt.Sprintf("has unknown key %s; an entry is %s", strings.Join(keys, ", "), stepRefForms)
+		}
+		v, ok := m["task_step_id"]
+		if !ok {
+			return StepRef{}, "lacks task_step_id; an entry is " + stepRefForms
+		}
+		var id string
+		if jsonKindOf(v) != "a string" || json.Unmarshal(v, &id) != nil || id == "" {
+			return StepRef{}, fmt.Sprintf("task_step_id must be a non-empty string, got %s", jsonKindOf(v))
+		}
+		return StepRef{TaskStepID: id}, ""
+	}
+	return StepRef{}, fmt.Sprintf("must be %s, got %s", stepRefForms, jsonKindOf(raw))
 }
 
 // RetryConfig is a step's retry_config. go_to_step_id is accepted as an
@@ -152,90 +217,116 @@ func (d *StepDef) MarshalJSON() ([]byte, error) {
 }
 
 // ParseSteps decodes a task's JSON array of step objects and validates it
-// (fields of every step, then the DAG rules of runner.md §3). The first
-// problem is returned as a *StepError.
+// (fields of every step, then the DAG rules of runner.md §3). Every
+// problem found is reported, as a *TaskError holding one *StepError per
+// problem.
 func ParseSteps(reg *StepRegistry, data []byte) ([]*StepDef, error) {
+	taskErr := func(err error) error { return &TaskError{Problems: []*StepError{{Index: -1, Err: err}}} }
+	var whole json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&whole); err != nil {
+		return nil, taskErr(syntaxProblem(data, err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		line, col := lineCol(data, dec.InputOffset())
+		return nil, taskErr(invalidf("trailing data after the step array at line %d, column %d", line, col))
+	}
+	if k := jsonKindOf(whole); k != "a list" {
+		return nil, taskErr(invalidf("a task is a JSON array of step objects, got %s", k))
+	}
 	var raws []json.RawMessage
-	if err := dec.Decode(&raws); err != nil {
-		return nil, &StepError{Index: -1, Err: fmt.Errorf("%w: a task is a JSON array of step objects: %v", ErrInvalidTask, err)}
-	}
-	if dec.More() {
-		return nil, &StepError{Index: -1, Err: fmt.Errorf("%w: trailing data after the step array", ErrInvalidTask)}
-	}
-	if raws == nil {
-		return nil, &StepError{Index: -1, Err: fmt.Errorf("%w: a task is a JSON array of step objects, got null", ErrInvalidTask)}
+	if err := json.Unmarshal(whole, &raws); err != nil {
+		return nil, taskErr(invalidf("%s", plainJSONError(err)))
 	}
 	if len(raws) == 0 {
-		return nil, &StepError{Index: -1, Err: fmt.Errorf("%w: a task needs at least one step", ErrInvalidTask)}
+		return nil, taskErr(invalidf("a task needs at least one step"))
 	}
 	defs := make([]*StepDef, 0, len(raws))
+	var probs []*StepError
 	for i, raw := range raws {
-		d, err := parseStep(reg, i, raw)
-		if err != nil {
-			return nil, err
+		d, errs := parseStep(reg, i, raw)
+		probs = append(probs, errs...)
+		if d == nil {
+			d = &StepDef{}
 		}
 		defs = append(defs, d)
 	}
-	if err := ValidateDAG(defs); err != nil {
-		return nil, err
+	probs = append(probs, dagProblems(defs)...)
+	sort.SliceStable(probs, func(a, b int) bool { return probs[a].Index < probs[b].Index })
+	if len(probs) > 0 {
+		return nil, &TaskError{Problems: probs}
 	}
 	return defs, nil
 }
 
-func parseStep(reg *StepRegistry, i int, raw json.RawMessage) (*StepDef, error) {
-	fail := func(id, field string, err error) error {
-		return &StepError{Index: i, StepID: id, Field: field, Err: err}
+// parseStep decodes one step; it returns the step as far as it could be
+// read (nil when it is not an object) and every problem found in it.
+func parseStep(reg *StepRegistry, i int, raw json.RawMessage) (*StepDef, []*StepError) {
+	var probs []*StepError
+	d := &StepDef{Fields: map[string]json.RawMessage{}}
+	fail := func(field string, err error) {
+		probs = append(probs, &StepError{Index: i, StepID: d.ID, Field: field, Err: err})
 	}
 	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, fail("", "", fmt.Errorf("%w: a step must be a JSON object", ErrInvalidTask))
+	if k := jsonKindOf(raw); k != "an object" || json.Unmarshal(raw, &obj) != nil {
+		fail("", invalidf("a step must be a JSON object, got %s", k))
+		return nil, probs
 	}
-	d := &StepDef{Fields: map[string]json.RawMessage{}}
-	if err := decodeString(obj["id"], &d.ID); err != nil || d.ID == "" {
-		return nil, fail("", "id", fmt.Errorf("%w: a non-empty string is required", ErrInvalidTask))
+	if v, ok := obj["id"]; !ok {
+		fail("id", invalidf("is required (a non-empty string)"))
+	} else if err := decodeString(v, &d.ID); err != nil || d.ID == "" {
+		d.ID = ""
+		fail("id", invalidf("must be a non-empty string, got %s", describe(v)))
 	}
-	if err := decodeString(obj["type"], &d.Type); err != nil || d.Type == "" {
-		return nil, fail(d.ID, "type", fmt.Errorf("%w: a non-empty string is required", ErrInvalidTask))
+	var info StepInfo
+	known := false
+	if v, ok := obj["type"]; !ok {
+		fail("type", invalidf("is required (a step type such as deploy_sandbox)"))
+	} else if err := decodeString(v, &d.Type); err != nil || d.Type == "" {
+		fail("type", invalidf("must be a non-empty string, got %s", describe(v)))
+	} else if info, err = reg.Lookup(d.Type); err != nil {
+		fail("type", err)
+	} else {
+		known = true
+		d.info = info
 	}
-	info, err := reg.Lookup(d.Type)
-	if err != nil {
-		return nil, fail(d.ID, "type", err)
-	}
-	d.info = info
 	if v, ok := obj["version"]; ok && !isNull(v) {
 		var n int
-		if err := json.Unmarshal(v, &n); err != nil {
-			return nil, fail(d.ID, "version", fmt.Errorf("%w: must be an integer or null", ErrInvalidTask))
+		if jsonKindOf(v) != "a number" || json.Unmarshal(v, &n) != nil {
+			fail("version", invalidf("must be an integer or null, got %s", describe(v)))
+		} else {
+			d.Version = &n
 		}
-		d.Version = &n
 	}
 	if v, ok := obj["depends_on"]; ok && !isNull(v) {
-		if err := strictDecode(v, &d.DependsOn); err != nil {
-			return nil, fail(d.ID, "depends_on", fmt.Errorf(`%w: must be a list of {"task_step_id": "<id>"}: %v`, ErrInvalidTask, err))
-		}
-		if d.DependsOn == nil {
+		var entries []json.RawMessage
+		if jsonKindOf(v) != "a list" || json.Unmarshal(v, &entries) != nil {
+			fail("depends_on", invalidf(`must be a list of step ids ("deploy") or {"task_step_id": "deploy"} objects, got %s`, jsonKindOf(v)))
+		} else {
 			d.DependsOn = []StepRef{}
-		}
-		for _, r := range d.DependsOn {
-			if r.TaskStepID == "" {
-				return nil, fail(d.ID, "depends_on", fmt.Errorf("%w: an entry lacks task_step_id", ErrInvalidTask))
+			for j, e := range entries {
+				ref, msg := parseStepRef(e)
+				if msg != "" {
+					fail(fmt.Sprintf("depends_on[%d]", j), invalidf("%s", msg))
+					continue
+				}
+				d.DependsOn = append(d.DependsOn, ref)
 			}
 		}
 	}
 	d.FailTaskOnError = !info.TolerateErrors
 	if v, ok := obj["fail_task_on_error"]; ok && !isNull(v) {
-		if err := json.Unmarshal(v, &d.FailTaskOnError); err != nil {
-			return nil, fail(d.ID, "fail_task_on_error", fmt.Errorf("%w: must be a boolean", ErrInvalidTask))
+		if jsonKindOf(v) != "a boolean" || json.Unmarshal(v, &d.FailTaskOnError) != nil {
+			fail("fail_task_on_error", invalidf("must be true or false, got %s", describe(v)))
 		}
 	}
-	if info.MustTolerate && d.FailTaskOnError {
-		return nil, fail(d.ID, "fail_task_on_error", fmt.Errorf("%w: must be false for %s", ErrInvalidTask, d.Type))
+	if known && info.MustTolerate && d.FailTaskOnError {
+		fail("fail_task_on_error", invalidf("must be false for %s", d.Type))
 	}
 	if v, ok := obj["retry_config"]; ok && !isNull(v) {
 		rc, err := parseRetry(v)
 		if err != nil {
-			return nil, fail(d.ID, "retry_config", err)
+			fail("retry_config", err)
 		}
 		d.RetryConfig = rc
 	}
@@ -244,59 +335,111 @@ func parseStep(reg *StepRegistry, i int, raw json.RawMessage) (*StepDef, error) 
 			d.Fields[k] = v
 		}
 	}
-	cfg, err := decodeConfig(info, d.Fields)
-	if err != nil {
+	if !known {
+		return d, probs
+	}
+	cfg, errs := decodeConfig(info, d.Fields)
+	for _, err := range errs {
 		var fe *FieldError
 		if errors.As(err, &fe) {
-			return nil, fail(d.ID, fe.Field, err)
+			fail(fe.Field, err)
+		} else {
+			fail("", err)
 		}
-		return nil, fail(d.ID, "", err)
 	}
-	d.Config = cfg
-	return d, nil
+	if len(errs) == 0 {
+		d.Config = cfg
+	}
+	return d, probs
+}
+
+// describe is a raw JSON value for a message: short values verbatim,
+// long ones by kind.
+func describe(raw json.RawMessage) string {
+	s := strings.TrimSpace(string(raw))
+	if len(s) <= 40 && jsonKindOf(raw) != "an object" && jsonKindOf(raw) != "a list" {
+		return jsonKindOf(raw) + " (" + s + ")"
+	}
+	return jsonKindOf(raw)
 }
 
 var unknownField = regexp.MustCompile(`unknown field "([^"]*)"`)
 
-// decodeConfig decodes type-specific fields strictly into a fresh config
-// and runs its Validate.
-func decodeConfig(info StepInfo, fields map[string]json.RawMessage) (Step, error) {
+// decodeConfig decodes the type-specific fields into a fresh config one
+// field at a time, so every bad field is reported, then runs Validate
+// (a Validate error made with errors.Join reports each of its parts).
+func decodeConfig(info StepInfo, fields map[string]json.RawMessage) (Step, []error) {
 	cfg := info.New()
-	b, err := json.Marshal(fields)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTask, err)
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
 	}
-	if err := strictDecode(b, cfg); err != nil {
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field != "":
-			return nil, &FieldError{Field: te.Field, Msg: fmt.Sprintf("must be %s, got %s", jsonKind(te.Type.Kind().String()), te.Value)}
-		case unknownField.MatchString(err.Error()):
-			f := unknownField.FindStringSubmatch(err.Error())[1]
-			return nil, &FieldError{Field: f, Msg: fmt.Sprintf("unknown field for step type %s", info.Type)}
+	sort.Strings(keys)
+	var errs []error
+	for _, k := range keys {
+		b, err := json.Marshal(map[string]json.RawMessage{k: fields[k]})
+		if err != nil {
+			errs = append(errs, &FieldError{Field: k, Msg: "is not valid JSON"})
+			continue
 		}
-		return nil, fmt.Errorf("%w: %v", ErrInvalidTask, err)
+		if err := strictDecode(b, cfg); err != nil {
+			errs = append(errs, fieldDecodeError(info, k, err))
+		}
 	}
+	// Validate runs even after a field failed to decode, so a missing
+	// required field is reported too; what it says about a field already
+	// reported is dropped.
 	if v, ok := cfg.(Validator); ok {
 		if err := v.Validate(); err != nil {
-			return nil, err
+			verrs := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				verrs = j.Unwrap()
+			}
+			for _, ve := range verrs {
+				if !reported(errs, ve) {
+					errs = append(errs, ve)
+				}
+			}
 		}
+	}
+	if len(errs) > 0 {
+		return nil, errs
 	}
 	return cfg, nil
 }
 
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "a boolean"
-	case "slice", "array":
-		return "a list"
-	case "map", "struct", "ptr":
-		return "an object"
+// reported tells whether err is about a field errs already name.
+func reported(errs []error, err error) bool {
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		return false
 	}
-	return "a number"
+	for _, e := range errs {
+		var have *FieldError
+		if errors.As(e, &have) && (have.Field == fe.Field || strings.HasPrefix(have.Field, fe.Field+".")) {
+			return true
+		}
+	}
+	return false
+}
+
+// fieldDecodeError words a decode error of field k.
+func fieldDecodeError(info StepInfo, k string, err error) error {
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &te) && te.Type != nil:
+		field := k
+		if te.Field != "" {
+			field = te.Field
+		}
+		return &FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got %s", kindWords(te.Type), valueWords(te.Value))}
+	case unknownField.MatchString(err.Error()):
+		if f := unknownField.FindStringSubmatch(err.Error())[1]; f != k {
+			return &FieldError{Field: k, Msg: fmt.Sprintf("has no field %q", f)} // an object inside k
+		}
+		return &FieldError{Field: k, Msg: fmt.Sprintf("is not a field of step type %s", info.Type)}
+	}
+	return &FieldError{Field: k, Msg: plainJSONError(err)}
 }
 
 func parseRetry(v json.RawMessage) (*RetryConfig, error) {
@@ -333,24 +476,38 @@ func parseRetry(v json.RawMessage) (*RetryConfig, error) {
 	return rc, nil
 }
 
-// ValidateDAG checks ids are unique, depends_on names only earlier steps,
-// and retry_from_step_id is the step itself or a transitive ancestor.
-func ValidateDAG(defs []*StepDef) error {
+// ValidateDAG checks ids are unique, depends_on names only earlier steps
+// (never the step itself), and retry_from_step_id is the step itself or a
+// transitive ancestor. Every problem is reported in one *TaskError.
+func ValidateDAG(defs []*StepDef) error { return newTaskError(dagProblems(defs)) }
+
+func dagProblems(defs []*StepDef) []*StepError {
+	var probs []*StepError
+	add := func(i int, field string, err error) {
+		probs = append(probs, &StepError{Index: i, StepID: defs[i].ID, Field: field, Err: err})
+	}
 	pos := map[string]int{}
 	for i, d := range defs {
+		if d.ID == "" {
+			continue
+		}
 		if j, dup := pos[d.ID]; dup {
-			return &StepError{Index: i, StepID: d.ID, Field: "id", Err: fmt.Errorf("%w: also used by step %d", ErrDuplicateStepID, j+1)}
+			add(i, "id", fmt.Errorf("%w: also used by step %d", ErrDuplicateStepID, j+1))
+			continue
 		}
 		pos[d.ID] = i
 	}
 	for i, d := range defs {
-		for _, r := range d.DependsOn {
+		for k, r := range d.DependsOn {
+			field := fmt.Sprintf("depends_on[%d]", k)
 			j, ok := pos[r.TaskStepID]
 			switch {
+			case r.TaskStepID == d.ID:
+				add(i, field, fmt.Errorf("%w: a step cannot wait for itself", ErrSelfDependency))
 			case !ok:
-				return &StepError{Index: i, StepID: d.ID, Field: "depends_on", Err: fmt.Errorf("%w %q", ErrUnknownDependency, r.TaskStepID)}
-			case j >= i:
-				return &StepError{Index: i, StepID: d.ID, Field: "depends_on", Err: fmt.Errorf("%w %q (step %d); only earlier steps may be named", ErrForwardDependency, r.TaskStepID, j+1)}
+				add(i, field, fmt.Errorf("%w %q", ErrUnknownDependency, r.TaskStepID))
+			case j > i:
+				add(i, field, fmt.Errorf("%w %q (step %d); only earlier steps may be named", ErrForwardDependency, r.TaskStepID, j+1))
 			}
 		}
 	}
@@ -361,13 +518,14 @@ func ValidateDAG(defs []*StepDef) error {
 		}
 		from, ok := pos[d.RetryConfig.RetryFromStepID]
 		if !ok {
-			return &StepError{Index: i, StepID: d.ID, Field: "retry_config", Err: fmt.Errorf("%w: retry_from_step_id %q is not a step of this task", ErrInvalidRetryConfig, d.RetryConfig.RetryFromStepID)}
+			add(i, "retry_config", fmt.Errorf("%w: retry_from_step_id %q is not a step of this task", ErrInvalidRetryConfig, d.RetryConfig.RetryFromStepID))
+			continue
 		}
 		if from != i && !ancestor(deps, from, i) {
-			return &StepError{Index: i, StepID: d.ID, Field: "retry_config", Err: fmt.Errorf("%w: retry_from_step_id %q is neither this step nor one it depends on", ErrInvalidRetryConfig, d.RetryConfig.RetryFromStepID)}
+			add(i, "retry_config", fmt.Errorf("%w: retry_from_step_id %q is neither this step nor one it depends on", ErrInvalidRetryConfig, d.RetryConfig.RetryFromStepID))
 		}
 	}
-	return nil
+	return probs
 }
 
 // Dependencies returns, per step index, the indexes it waits for: a chain

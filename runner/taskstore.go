@@ -10,17 +10,22 @@ import (
 )
 
 // Preflight collects the configuration problems of a task that need the
-// stores but no sandbox (runner.md §3): every step implementing
-// Preflighter is asked, and each problem names its step.
+// stores but no sandbox (runner.md §3): every artifact named by a
+// declared entity reference must be stored, every step implementing
+// Preflighter is asked, and each problem names its step (and its field
+// when the problem is a *FieldError).
 func Preflight(ctx context.Context, t *Task, s *Services) []error {
 	var out []error
 	for i, d := range t.Steps {
+		for _, err := range artifactPreflight(ctx, d, s) {
+			out = append(out, preflightProblem(i, d, err))
+		}
 		p, ok := d.Config.(Preflighter)
 		if !ok {
 			continue
 		}
 		for _, err := range p.Preflight(ctx, s) {
-			out = append(out, &StepError{Index: i, StepID: d.ID, Err: err})
+			out = append(out, preflightProblem(i, d, err))
 		}
 	}
 	return out

@@ -290,12 +290,25 @@ func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name, json, want string
 	}{
-		{"malformed", `[{"id":"a","type":"deploy_sandbox"`, "Error: task: invalid task: a task is a JSON array of step objects: unexpected EOF\n"},
-		{"unknown type", `[{"id":"a","type":"launch"}]`, "Error: step 1 (id \"a\"): field \"type\": Unknown task step type \"launch\"\n"},
+		{"malformed", `[{"id":"a","type":"deploy_sandbox"`, "Error: task: JSON syntax error at line 1, column 35: the JSON ends early\n"},
+		{"unknown type", `[{"id":"a","type":"launch"}]`, "Error: step 1 (id \"a\"): field \"type\": Unknown task step type \"launch\"\n" +
+			"unknown step types: launch; a plugin may provide them (agent-env plugin list shows the installed step types)\n"},
 		{"forward", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":[{"task_step_id":"z"}]},{"id":"z","type":"deploy_sandbox","sandbox_name":"c","sandbox_mode":"vm"}]`,
-			"Error: step 1 (id \"a\"): field \"depends_on\": depends on a later step \"z\" (step 2); only earlier steps may be named\n"},
+			"Error: step 1 (id \"a\"): field \"depends_on[0]\": depends on a later step \"z\" (step 2); only earlier steps may be named\n"},
 		{"missing dep", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":[{"task_step_id":"nope"}]}]`,
-			"Error: step 1 (id \"a\"): field \"depends_on\": depends on an unknown step \"nope\"\n"},
+			"Error: step 1 (id \"a\"): field \"depends_on[0]\": depends on an unknown step \"nope\"\n"},
+		{"self dep", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":["a"]}]`,
+			"Error: step 1 (id \"a\"): field \"depends_on[0]\": depends on itself: a step cannot wait for itself\n"},
+		{"go type", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":[true]}]`,
+			"Error: step 1 (id \"a\"): field \"depends_on[0]\": must be a step id (\"deploy\") or {\"task_step_id\": \"deploy\"}, got a boolean\n"},
+		{"every problem", `[{"id":"a","type":"deploy_sandbox","sandbox_mode":"vm","cpu":"two"},
+		  {"id":"b","type":"launch","depends_on":["a"]},{"id":"c","type":"orbit"}]`,
+			"Error: 4 problems in the task:\n" +
+				"  step 1 (id \"a\"): field \"cpu\": must be a number, got a string\n" +
+				"  step 1 (id \"a\"): field \"sandbox_name\": is required\n" +
+				"  step 2 (id \"b\"): field \"type\": Unknown task step type \"launch\"\n" +
+				"  step 3 (id \"c\"): field \"type\": Unknown task step type \"orbit\"\n" +
+				"  unknown step types: launch, orbit; a plugin may provide them (agent-env plugin list shows the installed step types)\n"},
 		{"missing field", `[{"id":"a","type":"deploy_sandbox","sandbox_mode":"vm"}]`, "Error: step 1 (id \"a\"): field \"sandbox_name\": is required\n"},
 	}
 	for _, tc := range cases {
@@ -313,7 +326,7 @@ func TestBadInput(t *testing.T) {
 	f := writeFile(t, filepath.Join(dir, "pre.json"), `[{"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"l","type":"load_artifact","sandbox_name":"box","artifact_id":"missing-art"}]`)
 	code, out, _ := c.run("task", "create", f, "--id", "pre")
-	if code != 1 || !strings.Contains(out, "Preflight found 1 problem(s):\n  - step 2 (id \"l\"): load_artifact: Artifact missing-art version=latest not found\n") ||
+	if code != 1 || !strings.Contains(out, "Preflight found 1 problem(s):\n  - step 2 (id \"l\"): field \"artifact_id\": Artifact missing-art version=latest not found\n") ||
 		!strings.Contains(out, "Nothing was saved. Re-run with --skip-validation to save anyway.") {
 		t.Errorf("preflight: exit %d\n%s", code, out)
 	}

@@ -63,7 +63,8 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		Artifacts:      st.ArtifactsFor(id),
 		Sandboxes:      d.sandboxProviders(lp, st.StoreID()), // local + docker (sandboxdeps.go)
 		DefaultSandbox: st.defaultSandbox,
-		Deployer:       d.runDeployer(st, id), // deploy_env, deploy_agent (sandboxdeps.go)
+		SandboxAliases: map[string]string{"process": lp.Type()}, // run hello --sandbox process
+		Deployer:       d.runDeployer(st, id),                   // deploy_env, deploy_agent (sandboxdeps.go)
 		Logger:         d.logger(),
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -69,15 +70,12 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 				})
 				var pe *runner.PreflightError
 				if errors.As(err, &pe) {
-					fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(pe.Problems))
-					for _, p := range pe.Problems {
-						fmt.Fprintf(d.stdout, "  - %v\n", p)
-					}
+					printPreflight(d, pe.Problems)
 					fmt.Fprintln(d.stdout, "Nothing was saved. Re-run with --skip-validation to save anyway.")
 					return errSilent
 				}
 				if err != nil {
-					return err
+					return taskProblems(d, err)
 				}
 				fmt.Fprintf(d.stdout, "Created task: id=%s version=%d steps=%d\n", t.ID, t.Version, len(t.Steps))
 				return nil
@@ -153,34 +151,71 @@ func newTaskValidateCmd(d *deps) *cobra.Command {
 	var id string
 	var version int
 	cmd := &cobra.Command{
-		Use:   "validate",
-		Short: "Check a stored task (DAG rules and preflight)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Use:   "validate [FILE]",
+		Short: "Check a stored task, or a task file, without running it (DAG rules and preflight)",
+		Long: "Check a task: the stored task --id, or FILE (a JSON array of steps, nothing is stored).\n" +
+			"Every problem is listed, one per line; the exit status is non-zero when there is one.",
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 && id == "" {
+				return errors.New("give a task FILE or --id")
+			}
+			if len(args) == 1 && id != "" {
+				return errors.New("give a task FILE or --id, not both")
+			}
 			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
-				docs := st.docsFor(id)
 				r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
-				t, err := r.LoadTask(ctx, docs, registry.Ref{ID: id, Version: version})
+				var t *runner.Task
+				var err error
+				if len(args) == 1 {
+					data, rerr := os.ReadFile(args[0])
+					if rerr != nil {
+						return rerr
+					}
+					t, err = r.ParseTask(args[0], 0, data)
+				} else {
+					t, err = r.LoadTask(ctx, st.docsFor(id), registry.Ref{ID: id, Version: version})
+				}
 				if err != nil {
-					return err
+					return taskProblems(d, err)
 				}
 				probs := runner.Preflight(ctx, t, d.services(ctx, st, id))
 				if len(probs) == 0 {
-					fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
+					if len(args) == 1 {
+						fmt.Fprintf(d.stdout, "Task file %s: no problems.\n", args[0])
+					} else {
+						fmt.Fprintf(d.stdout, "Task %s version=%d: no problems.\n", t.ID, t.Version)
+					}
 					return nil
 				}
-				fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(probs))
-				for _, p := range probs {
-					fmt.Fprintf(d.stdout, "  - %v\n", p)
-				}
+				printPreflight(d, probs)
 				return errSilent
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
+	cmd.Flags().StringVar(&id, "id", "", "stored task id (or give FILE)")
 	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
+}
+
+func printPreflight(d *deps, probs []error) {
+	fmt.Fprintf(d.stdout, "Preflight found %d problem(s):\n", len(probs))
+	for _, p := range probs {
+		fmt.Fprintf(d.stdout, "  - %v\n", p)
+	}
+}
+
+// taskProblems prints a *runner.TaskError one problem per line (the
+// usual "Error:" line folds a message onto one line); other errors pass
+// through.
+func taskProblems(d *deps, err error) error {
+	var te *runner.TaskError
+	if !errors.As(err, &te) {
+		return err
+	}
+	prefix := strings.TrimSuffix(err.Error(), te.Error())
+	fmt.Fprintf(d.stderr, "Error: %s%s\n", prefix, te.Error())
+	return errSilent
 }
 
 func newTaskGetInstanceCmd(d *deps) *cobra.Command {

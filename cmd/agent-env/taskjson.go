@@ -11,8 +11,8 @@ import (
 )
 
 // taskCreateJSON is `task create --json`: the stored task, or
-// {"saved": false, "problems": [...]} (exit 1) when preflight refuses it.
-// Parse errors stay one "Error: ..." line on stderr.
+// {"saved": false, "problems": [...]} (exit 1) when parsing or preflight
+// refuses it, one line per problem.
 func taskCreateJSON(ctx context.Context, d *deps, id, file string, skip bool) error {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -43,6 +43,13 @@ func taskCreateJSON(ctx context.Context, d *deps, id, file string, skip bool) er
 			probs = append(probs, fmt.Sprint(p))
 		}
 		if err := printJSON(d, map[string]any{"saved": false, "problems": probs}); err != nil {
+			return err
+		}
+		return errSilent
+	}
+	var te *runner.TaskError
+	if errors.As(err, &te) {
+		if err := printJSON(d, map[string]any{"saved": false, "problems": te.Lines()}); err != nil {
 			return err
 		}
 		return errSilent

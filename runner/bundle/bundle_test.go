@@ -198,10 +198,48 @@ func TestBadTaskWritesNothing(t *testing.T) {
 	}
 	var out bytes.Buffer
 	_, err = bundle.Materialise(context.Background(), b, e.st, e.r.Steps(), &out, nil)
-	if err == nil || !strings.Contains(err.Error(), `tasks/t.json: step 1 (id "x"): field "depends_on"`) {
+	if err == nil || !strings.Contains(err.Error(), `tasks/t.json: step 1 (id "x"): field "depends_on[0]"`) {
 		t.Fatalf("err = %v", err)
 	}
 	if s := snapshotStore(t, e); s != "" {
 		t.Errorf("a refused bundle wrote:\n%s", s)
+	}
+}
+
+// A bundle's bare artifact names are rewritten to its @local ids in every
+// declared entity reference, env_outcome_verifier's file_artifact_id
+// included.
+func TestBundleRewritesVerifierProgram(t *testing.T) {
+	e := newEnv(t)
+	dir := filepath.Join(t.TempDir(), "graded")
+	for p, s := range map[string]string{
+		"README.md":                 "Graded.\n",
+		"artifacts/prog/verify.sh":  "#!/bin/sh\necho '[]'\n",
+		"artifacts/notes/notes.txt": "hi\n",
+		"tasks/t.json": `[{"id":"load","type":"load_artifact","env_id":"email","artifact_id":"notes"},
+		  {"id":"grade","type":"env_outcome_verifier","env_id":"email","file_artifact_id":"prog","depends_on":["load"]}]`,
+	} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b, err := bundle.Locate(dir, bundles.FS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	m, err := bundle.Materialise(context.Background(), b, e.st, e.r.Steps(), &out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := m.Tasks[0].Task.Steps
+	if got, want := string(steps[1].Fields["file_artifact_id"]), `"`+b.IDRoot+`/prog"`; got != want {
+		t.Errorf("file_artifact_id = %s, want %s", got, want)
+	}
+	if got, want := string(steps[0].Fields["artifact_id"]), `"`+b.IDRoot+`/notes"`; got != want {
+		t.Errorf("artifact_id = %s, want %s", got, want)
 	}
 }

@@ -7,6 +7,7 @@ package steps
 import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
+	"github.com/agentenv/agentenv/runner/steps/applyserverconfig"
 	"github.com/agentenv/agentenv/runner/steps/collectartifacts"
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
@@ -47,5 +48,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(resetenv.StepInfo())
 	r.Register(rubricsverifier.StepInfo())
 	r.Register(collectartifacts.StepInfo())
+	r.Register(applyserverconfig.StepInfo())
 	return r
 }

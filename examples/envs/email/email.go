@@ -6,6 +6,10 @@
 // virtual time (envsdk.Now), so a gateway's clock drives them.
 //
 // Seed and export format: {"messages":[Message, ...]}.
+//
+// The mailbox owner is a setting (envsdk.AddSetting): a task's
+// apply_server_config step calls set_acting_user (URIActingUser) through
+// the gateway before the agent runs, so one image serves any persona.
 package email
 
 import (
@@ -46,16 +50,33 @@ type Dump struct {
 
 // Inbox is the environment's state.
 type Inbox struct {
-	mu      sync.Mutex
-	address string
-	msgs    []Message
-	nextID  int
+	mu     sync.Mutex
+	owner  *envsdk.Setting[ActingUser]
+	msgs   []Message
+	nextID int
 }
 
-// New returns the env server and its inbox, owned by me@example.com.
+// URIActingUser is the extension that sets the mailbox owner.
+const URIActingUser = "urn:agentenv:set-acting-user/v1"
+
+// ActingUser is set_acting_user's argument.
+type ActingUser struct {
+	User string `json:"user" description:"Address the mailbox belongs to; sent messages come from it."`
+}
+
+// New returns the env server and its inbox, owned by me@example.com until
+// set_acting_user names someone else.
 func New(opts *envsdk.Options) (*envsdk.Server, *Inbox) {
-	in := &Inbox{address: "me@example.com"}
+	in := &Inbox{}
 	s := envsdk.New(&protocol.EnvCard{Name: "email"}, opts)
+	in.owner = envsdk.AddSetting(s, &envsdk.Extension{URI: URIActingUser, Name: "set_acting_user",
+		Description: "Set the mailbox owner (harness only)."}, ActingUser{User: "me@example.com"},
+		&envsdk.SettingOptions[ActingUser]{Check: func(_ context.Context, u ActingUser) error {
+			if !strings.Contains(u.User, "@") {
+				return fmt.Errorf("user %q is not an email address", u.User)
+			}
+			return nil
+		}})
 	s.EnableClock()
 	s.HandleReset(func(context.Context) error { in.reset(); return nil })
 	s.HandleAdd(in.add)
@@ -245,7 +266,7 @@ func (in *Inbox) send(ctx context.Context, _ *envsdk.Request, a sendIn) (Message
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	in.nextID++
-	m := Message{ID: "m" + strconv.Itoa(in.nextID), Folder: "sent", From: in.address, To: a.To,
+	m := Message{ID: "m" + strconv.Itoa(in.nextID), Folder: "sent", From: in.owner.Get().User, To: a.To,
 		Subject: a.Subject, Body: a.Body, SentAt: now, Read: true}
 	in.msgs = append(in.msgs, m)
 	return m, nil

@@ -25,6 +25,7 @@ import (
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/examplecatalog"
 	"github.com/agentenv/agentenv/runner/gwclient"
+	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
 // Type is the step type name.
@@ -48,25 +49,25 @@ type Skill struct {
 
 // Config is the step's fields (runner.md §7).
 type Config struct {
-	A2AAgentID       string            `json:"a2a_agent_id,omitempty"`
-	A2AAgentVersion  int               `json:"a2a_agent_version,omitempty"`
-	EnvIDs           []string          `json:"env_ids,omitempty"`
-	EnvStepID        string            `json:"env_step_id,omitempty"`
-	AgentName        string            `json:"agent_name,omitempty"`
-	AgentDescription string            `json:"agent_description,omitempty"`
-	EnvVars          map[string]string `json:"env_vars,omitempty"`
-	Skills           []Skill           `json:"skills,omitempty"`
-	SystemPrompt     string            `json:"system_prompt,omitempty"`
-	DiskSizeGB       *float64          `json:"disk_size_gb,omitempty"`
-	LiteLLMBaseURL   string            `json:"litellm_base_url,omitempty"`
-	SandboxType      string            `json:"sandbox_type,omitempty"`
-	TTLSeconds       *int              `json:"ttl_seconds,omitempty"`
-	CPU              *float64          `json:"cpu,omitempty"`
-	MemoryMB         *int              `json:"memory_mb,omitempty"`
-	Priority         *int              `json:"priority,omitempty"`
-	NetworkPolicy    map[string]any    `json:"network_policy,omitempty"`
-	Role             string            `json:"role,omitempty"`
-	SandboxName      string            `json:"sandbox_name,omitempty"`
+	A2AAgentID       string                 `json:"a2a_agent_id,omitempty"`
+	A2AAgentVersion  int                    `json:"a2a_agent_version,omitempty"`
+	EnvIDs           []string               `json:"env_ids,omitempty"`
+	EnvStepID        string                 `json:"env_step_id,omitempty"`
+	AgentName        string                 `json:"agent_name,omitempty"`
+	AgentDescription string                 `json:"agent_description,omitempty"`
+	EnvVars          map[string]string      `json:"env_vars,omitempty"`
+	Skills           []Skill                `json:"skills,omitempty"`
+	SystemPrompt     string                 `json:"system_prompt,omitempty"`
+	DiskSizeGB       *float64               `json:"disk_size_gb,omitempty"`
+	LiteLLMBaseURL   string                 `json:"litellm_base_url,omitempty"`
+	SandboxType      string                 `json:"sandbox_type,omitempty"`
+	TTLSeconds       *int                   `json:"ttl_seconds,omitempty"`
+	CPU              *float64               `json:"cpu,omitempty"`
+	MemoryMB         *int                   `json:"memory_mb,omitempty"`
+	Priority         *int                   `json:"priority,omitempty"`
+	NetworkPolicy    *sandbox.NetworkPolicy `json:"network_policy,omitempty"`
+	Role             string                 `json:"role,omitempty"`
+	SandboxName      string                 `json:"sandbox_name,omitempty"`
 	// AgentConfig (ours) is sent through agent-config after the identity
 	// fields: agent-specific settings such as a scripted agent's script.
 	AgentConfig map[string]any `json:"agent_config,omitempty"`
@@ -98,7 +99,8 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 
 // EntityRefs implements runner.EntityRefser.
 func (c *Config) EntityRefs() []runner.EntityRef {
-	return []runner.EntityRef{{Field: "a2a_agent_id", Collection: string(registry.A2AAgents), VersionField: "a2a_agent_version"}}
+	return []runner.EntityRef{{Field: "a2a_agent_id", Collection: string(registry.A2AAgents), VersionField: "a2a_agent_version"},
+		{Field: "env_ids", Collection: string(registry.Envs), List: true}}
 }
 
 // Validate implements runner.Validator.
@@ -121,6 +123,11 @@ func (c *Config) Validate() error {
 	if c.SandboxName != "" {
 		return runner.Invalid("sandbox_name", "placing an agent on a VM sandbox is not supported by this build")
 	}
+	if c.NetworkPolicy != nil {
+		if err := c.NetworkPolicy.Validate(); err != nil {
+			return runner.Invalid("network_policy", "%v", err)
+		}
+	}
 	return nil
 }
 
@@ -136,6 +143,13 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	if _, err := rc.Agent(name); err == nil {
 		return fmt.Errorf("agent_name %q: %w", name, runner.ErrDuplicateName)
+	}
+	// As deploy_sandbox's providers do: a policy the sandbox cannot
+	// enforce is refused, never silently dropped. No agent sandbox of this
+	// build (process, docker, an episode's host) enforces one.
+	if c.NetworkPolicy != nil && !c.NetworkPolicy.IsAllowAll() {
+		return fmt.Errorf("deploy agent %q: network_policy mode %s: the agent sandbox cannot enforce it: %w",
+			name, c.NetworkPolicy.Mode, sandbox.ErrNotSupported)
 	}
 	agentID := rc.UserOverride("a2a_agent_id")
 	version := 0
@@ -277,10 +291,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	var cardv any
 	_ = json.Unmarshal(card, &cardv)
-	np := c.NetworkPolicy
-	if np == nil {
-		np = map[string]any{"mode": "allow_all"}
-	}
+	np := sandbox.NetworkPolicy{Mode: "allow_all"}
 	entry := map[string]any{"agent_name": name, "api_url": ai.APIURL, "sandbox_id": ai.SandboxID, "sandbox_type": ai.SandboxType,
 		"a2a_url": ai.A2AURL, "a2a_card": cardv, "instance_id": ai.InstanceID, "role": nilIfEmpty(c.Role),
 		"network_policy": np, "on_host": isHosted, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,

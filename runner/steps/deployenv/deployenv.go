@@ -53,7 +53,8 @@ var (
 
 // EntityRefs implements runner.EntityRefser.
 func (c *Config) EntityRefs() []runner.EntityRef {
-	return []runner.EntityRef{{Field: "env_id", Collection: string(registry.Envs), VersionField: "env_version"}}
+	return []runner.EntityRef{{Field: "env_id", Collection: string(registry.Envs), VersionField: "env_version"},
+		runner.ArtifactRef("artifact_id", "artifact_version")}
 }
 
 // Validate implements runner.Validator.

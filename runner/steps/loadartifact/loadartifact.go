@@ -69,6 +69,9 @@ type Config struct {
 	Artifacts          []ArtifactRef `json:"artifacts,omitempty"`
 	URLs               []URLSource   `json:"urls,omitempty"`
 	ArtifactFromStepID string        `json:"artifact_from_step_id,omitempty"`
+	// CollectedArtifactsStepID is the reference's older name of
+	// artifact_from_step_id, still found in stored tasks.
+	CollectedArtifactsStepID string `json:"collected_artifacts_step_id,omitempty"`
 
 	EnvID         string `json:"env_id,omitempty"`
 	EnvStepID     string `json:"env_step_id,omitempty"`
@@ -84,7 +87,6 @@ var (
 	_ runner.Step         = (*Config)(nil)
 	_ runner.Validator    = (*Config)(nil)
 	_ runner.EntityRefser = (*Config)(nil)
-	_ runner.Preflighter  = (*Config)(nil)
 )
 
 // EntityRefs implements runner.EntityRefser.
@@ -99,7 +101,7 @@ func (c *Config) EntityRefs() []runner.EntityRef {
 // Validate implements runner.Validator: exactly one source and one target.
 func (c *Config) Validate() error {
 	sources := 0
-	for _, set := range []bool{c.ArtifactID != "", len(c.Artifacts) > 0, len(c.URLs) > 0, c.ArtifactFromStepID != ""} {
+	for _, set := range []bool{c.ArtifactID != "", len(c.Artifacts) > 0, len(c.URLs) > 0, c.fromStep() != ""} {
 		if set {
 			sources++
 		}
@@ -109,6 +111,9 @@ func (c *Config) Validate() error {
 	}
 	if sources > 1 {
 		return runner.Invalid("artifact_id", "give exactly one of artifact_id, artifacts, urls, artifact_from_step_id")
+	}
+	if c.ArtifactFromStepID != "" && c.CollectedArtifactsStepID != "" {
+		return runner.Invalid("collected_artifacts_step_id", "is the older name of artifact_from_step_id; give one")
 	}
 	if c.ArtifactVersion != nil && c.ArtifactID == "" {
 		return runner.Invalid("artifact_version", "needs artifact_id")
@@ -152,18 +157,41 @@ func checkURL(raw string) error {
 	return nil
 }
 
-// Preflight implements runner.Preflighter: the artifacts exist.
-func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
-	if s.Documents == nil {
-		return nil
+func (c *Config) fromStep() string {
+	if c.ArtifactFromStepID != "" {
+		return c.ArtifactFromStepID
 	}
-	var errs []error
-	for _, ref := range c.refs() {
-		if _, err := s.Documents.Get(ctx, registry.Artifacts, ref); err != nil {
-			errs = append(errs, fmt.Errorf("load_artifact: %w", err))
+	return c.CollectedArtifactsStepID
+}
+
+// stepArtifact is the artifact an earlier step recorded under its step id
+// (runner.md §4): collect_artifacts in metadata.collected_artifacts, or
+// snapshot_env in metadata.env_snapshotted_universes. It is nil when that
+// step ran and produced nothing, and an error when no step recorded one
+// under that id (a wrong id, or the producer has not run).
+func stepArtifact(rc *runner.RunContext, step string) (*registry.Ref, error) {
+	for _, key := range []string{"collected_artifacts", "env_snapshotted_universes"} {
+		v, _ := rc.Metadata(key)
+		m, _ := v.(map[string]any)
+		entry, ok := m[step]
+		if !ok {
+			continue
 		}
+		e, _ := entry.(map[string]any)
+		if u, ok := e["file_artifact_universe"]; ok { // the reference's collect_artifacts shape
+			e, _ = u.(map[string]any)
+		}
+		id, _ := e["id"].(string)
+		if id == "" {
+			return nil, nil
+		}
+		ref := &registry.Ref{ID: id}
+		if n, ok := e["version"].(float64); ok {
+			ref.Version = int(n)
+		}
+		return ref, nil
 	}
-	return errs
+	return nil, fmt.Errorf("artifact_from_step_id: no artifact recorded by step %q; a step that produces one (collect_artifacts, snapshot_env) must run with that id before this load", step)
 }
 
 func (c *Config) refs() []registry.Ref {
@@ -198,12 +226,15 @@ func (c *Config) withStepParams(p map[string]any) (*Config, error) {
 		switch k {
 		case "artifacts":
 			cp.ArtifactID, cp.ArtifactVersion, cp.URLs = "", nil, nil
+			cp.ArtifactFromStepID, cp.CollectedArtifactsStepID = "", ""
 			err = json.Unmarshal(b, &cp.Artifacts)
 		case "artifact_id":
 			cp.Artifacts, cp.URLs, cp.ArtifactVersion = nil, nil, nil
+			cp.ArtifactFromStepID, cp.CollectedArtifactsStepID = "", ""
 			err = json.Unmarshal(b, &cp.ArtifactID)
 		case "urls":
 			cp.ArtifactID, cp.ArtifactVersion, cp.Artifacts = "", nil, nil
+			cp.ArtifactFromStepID, cp.CollectedArtifactsStepID = "", ""
 			err = json.Unmarshal(b, &cp.URLs)
 		case "destination_path":
 			err = json.Unmarshal(b, &cp.DestinationPath)
@@ -226,8 +257,20 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if c.ContainerName != "" {
 		return fmt.Errorf("container_name %q: loading into a container needs the Docker provider: %w", c.ContainerName, sandbox.ErrNotSupported)
 	}
-	if c.ArtifactFromStepID != "" {
-		return fmt.Errorf("artifact_from_step_id: collected artifacts come with collect_artifacts, not in this build: %w", sandbox.ErrNotSupported)
+	if step := c.fromStep(); step != "" {
+		ref, err := stepArtifact(rc, step)
+		if err != nil {
+			return err
+		}
+		if ref == nil {
+			rc.Logger().Warn("load_artifact: the named step produced no artifact; nothing to load", "artifact_from_step_id", step)
+			return nil
+		}
+		cp := *c
+		cp.ArtifactFromStepID, cp.CollectedArtifactsStepID = "", ""
+		v := ref.Version
+		cp.Artifacts = []ArtifactRef{{ID: ref.ID, Version: &v}}
+		c = &cp
 	}
 	if c.EnvID != "" && len(c.URLs) == 0 {
 		if handled, err := c.loadIntoEnv(ctx, rc); handled || err != nil {

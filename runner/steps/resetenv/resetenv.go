@@ -27,9 +27,15 @@ type Config struct {
 }
 
 var (
-	_ runner.Step      = (*Config)(nil)
-	_ runner.Validator = (*Config)(nil)
+	_ runner.Step         = (*Config)(nil)
+	_ runner.Validator    = (*Config)(nil)
+	_ runner.EntityRefser = (*Config)(nil)
 )
+
+// EntityRefs implements runner.EntityRefser.
+func (c *Config) EntityRefs() []runner.EntityRef {
+	return []runner.EntityRef{runner.EnvRef("env_id")}
+}
 
 // Validate implements runner.Validator.
 func (c *Config) Validate() error {

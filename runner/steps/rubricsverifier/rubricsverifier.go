@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 )
 
@@ -62,9 +63,15 @@ type Config struct {
 }
 
 var (
-	_ runner.Step      = (*Config)(nil)
-	_ runner.Validator = (*Config)(nil)
+	_ runner.Step         = (*Config)(nil)
+	_ runner.Validator    = (*Config)(nil)
+	_ runner.EntityRefser = (*Config)(nil)
 )
+
+// EntityRefs implements runner.EntityRefser.
+func (c *Config) EntityRefs() []runner.EntityRef {
+	return []runner.EntityRef{{Field: "judge_a2a_agent_id", Collection: string(registry.A2AAgents)}}
+}
 
 // Validate implements runner.Validator.
 func (c *Config) Validate() error {
