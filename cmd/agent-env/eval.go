@@ -231,13 +231,22 @@ type evalReportJSON struct {
 	*eval.Report
 }
 
-// printEvalTable prints the per-task results of an eval run.
+// printEvalTable prints the per-task results of an eval run; pass@k has
+// its column when k > 1.
 func printEvalTable(w io.Writer, rep *eval.Report) {
 	fmt.Fprintln(w, "Results:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "  TASK\tVERSION\tRUNS\tPASSED\tMEAN SCORE\tPASS@1\tPASS@%d\n", rep.K)
+	fmt.Fprint(tw, "  TASK\tVERSION\tRUNS\tPASSED\tMEAN SCORE\tPASS@1")
+	if rep.K > 1 {
+		fmt.Fprintf(tw, "\tPASS@%d", rep.K)
+	}
+	fmt.Fprintln(tw)
 	for _, s := range rep.Stats {
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.3f\t%s\t%s\n", s.TaskID, s.TaskVersion, s.Runs, s.Passed, s.MeanScore, fmtRate(s.PassAt1), fmtRate(s.PassAtK))
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.3f\t%s", s.Name, s.TaskVersion, s.Runs, s.Passed, s.MeanScore, fmtRate(s.PassAt1))
+		if rep.K > 1 {
+			fmt.Fprintf(tw, "\t%s", fmtRate(s.PassAtK))
+		}
+		fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(w, "Tore down %d %s.\n", rep.TornDown, plural(rep.TornDown, "sandbox", "sandboxes"))

@@ -49,9 +49,9 @@ func TestEvalCommands(t *testing.T) {
 	bad := map[string]string{
 		`{"task_id":"ev/always"}`: "(top level): a JSON list",
 		`[{"task_id":"ev/always"},{"task_id":"ev/always","version":1}]`: `tasks[1]: task "ev/always" is listed twice`,
-		`[{"task_id":"ev/always"},{"task_id":"ev/nope"}]`:                 "tasks[1].task_id: unknown task ev/nope",
-		`[{"task_id":"ev/always","version":9}]`:                           "tasks[0].task_id: unknown task ev/always:9",
-		`[{"task":"ev/always"}]`:                                          `[0]: an object with task_id and an optional version: json: unknown field "task"`,
+		`[{"task_id":"ev/always"},{"task_id":"ev/nope"}]`:               "tasks[1].task_id: unknown task ev/nope",
+		`[{"task_id":"ev/always","version":9}]`:                         "tasks[0].task_id: unknown task ev/always:9",
+		`[{"task":"ev/always"}]`:                                        `[0]: an object with task_id and an optional version: json: unknown field "task"`,
 	}
 	for body, want := range bad {
 		f := filepath.Join(dir, "bad.json")
@@ -215,4 +215,69 @@ func markedProcesses(marker string) []string {
 		}
 	}
 	return out
+}
+
+// TestRunBundleEvals: `agent-env run DIR` runs the bundle's evals (each
+// task once, a table per eval, tasks no eval names skipped); --eval NAME
+// runs one; a bad eval file is refused naming the file and the field, and
+// nothing of the bundle is stored.
+func TestRunBundleEvals(t *testing.T) {
+	c := newCLI(t)
+	slots := t.TempDir()
+	dir := filepath.Join(t.TempDir(), "evb")
+	writeFile(t, filepath.Join(dir, "tasks", "pass.json"), slotSteps(slots, "pass", -1))
+	writeFile(t, filepath.Join(dir, "tasks", "fail.json"), slotSteps(slots, "fail", 0))
+	writeFile(t, filepath.Join(dir, "tasks", "extra.json"), slotSteps(slots, "extra", -1))
+	writeFile(t, filepath.Join(dir, "evals", "smoke.toml"), "tasks = [\"pass\", {task = \"fail\", version = 1}]\n")
+	writeFile(t, filepath.Join(dir, "evals", "quick.toml"), "tasks = [\"pass\"]\n")
+
+	for body, want := range map[string]string{
+		"tasks = [\"pass\", {task = \"pass\"}]\n":  `evals/bad.toml: tasks[1]: task "pass" is listed twice (also tasks[0])`,
+		"tasks = [\"nope\"]\n":                     `evals/bad.toml: tasks[0]: unknown task "nope": not in the bundle's tasks/ (have: extra, fail, pass)`,
+		"tasks = \"pass\"\n":                       `evals/bad.toml: (top level):`,
+		"tasks = [{task = \"pass\", versoin = 1}]": `evals/bad.toml: tasks[0].versoin: unknown key (known: task, version)`,
+		"tasks = [\"other/store-task\"]\n":         `evals/bad.toml: tasks[0]: unknown task other/store-task: not in the bundle's tasks/ nor in the store`,
+	} {
+		writeFile(t, filepath.Join(dir, "evals", "bad.toml"), body)
+		code, out, errs := c.run("run", dir)
+		if code != 1 || !strings.Contains(errs, want) {
+			t.Errorf("%q: exit %d, %q; want %q\n%s", body, code, errs, want, out)
+		}
+		if _, list, _ := c.run("task", "list", "--local"); strings.Contains(list, "evb") {
+			t.Fatalf("a refused bundle stored tasks:\n%s", list)
+		}
+	}
+	_ = os.Remove(filepath.Join(dir, "evals", "bad.toml"))
+
+	code, out, errs := c.run("run", dir)
+	for _, want := range []string{
+		"evals/quick.toml: v1 (new)", "evals/smoke.toml: v1 (new)",
+		"\nevals/quick.toml v1:\nResults:\n", "\nevals/smoke.toml v1:\nResults:\n",
+		"  TASK             VERSION  RUNS  PASSED  MEAN SCORE  PASS@1\n",
+		"  tasks/pass.json  1        1     1       1.000       1.000\n",
+		"  tasks/fail.json  1        1     0       0.000       0.000\n",
+		"[tasks/fail.json run 1/1] not passed, score 0,",
+		"  tasks/extra.json: skipped\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("run: missing %q in:\n%s\n%s", want, out, errs)
+		}
+	}
+	if code != 0 {
+		t.Errorf("run: exit %d (a run that scores 0 is a result, not a failure)\n%s", code, errs)
+	}
+	code, out, errs = c.run("run", dir, "--eval", "quick")
+	if code != 0 || strings.Contains(out, "smoke.toml v1:") || !strings.Contains(out, "evals/quick.toml v1:\nResults:") ||
+		!strings.Contains(out, "evals/quick.toml: v1, unchanged") {
+		t.Errorf("--eval quick: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := c.run("run", dir, "--eval", "nope"); code != 1 || !strings.Contains(errs, "--eval nope: no such eval in the bundle (have: quick, smoke)") {
+		t.Errorf("--eval nope: %d %s", code, errs)
+	}
+	if code, out, _ := c.run("run", dir, "--task", "extra"); code != 0 || !strings.Contains(out, "tasks/extra.json v1: passed") {
+		t.Errorf("--task extra: %d\n%s", code, out)
+	}
+	if left := c.leftoverSandboxes(); len(left) != 0 {
+		t.Errorf("leftover work folders: %v", left)
+	}
 }

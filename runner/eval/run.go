@@ -27,6 +27,9 @@ const (
 // Job is one task of an eval run, with the services and the document
 // store its runs use (a task's store follows its id).
 type Job struct {
+	// Name is the task's name in lines and tables ("tasks/hello.json");
+	// "" = its id.
+	Name      string
 	Task      *runner.Task
 	Services  *runner.Services
 	Documents registry.DocumentStore // task instances; nil = none
@@ -56,6 +59,7 @@ type RunOptions struct {
 
 // RunResult is one run of one task.
 type RunResult struct {
+	Name        string  `json:"name"`
 	TaskID      string  `json:"task_id"`
 	TaskVersion int     `json:"task_version"`
 	Run         int     `json:"run"` // 1-based
@@ -72,6 +76,7 @@ type RunResult struct {
 // TaskStats are the scores of one task over its runs. PassAt1 and PassAtK
 // are nil when undefined (no run finished, or fewer runs than K).
 type TaskStats struct {
+	Name        string   `json:"name"`
 	TaskID      string   `json:"task_id"`
 	TaskVersion int      `json:"task_version"`
 	Runs        int      `json:"runs"`
@@ -136,7 +141,10 @@ func Run(ctx context.Context, r *runner.Runner, jobs []Job, o *RunOptions) (*Rep
 	var mu sync.Mutex
 	for _, job := range jobs {
 		for i := range opts.K {
-			rr := &RunResult{TaskID: job.Task.ID, TaskVersion: job.Task.Version, Run: i + 1, Outcome: Cancelled}
+			if job.Name == "" {
+				job.Name = job.Task.ID
+			}
+			rr := &RunResult{Name: job.Name, TaskID: job.Task.ID, TaskVersion: job.Task.Version, Run: i + 1, Outcome: Cancelled}
 			rep.Runs = append(rep.Runs, rr)
 			wg.Add(1)
 			go func() {
@@ -172,7 +180,7 @@ func Run(ctx context.Context, r *runner.Runner, jobs []Job, o *RunOptions) (*Rep
 // runOnce runs one task once, tears its sandboxes down and writes its
 // context; the error is the teardown's.
 func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, group string, o RunOptions, out *lineWriter) error {
-	label := fmt.Sprintf("%s run %d/%d", job.Task.ID, rr.Run, o.K)
+	label := fmt.Sprintf("%s run %d/%d", rr.Name, rr.Run, o.K)
 	rc := runner.NewRunContext(initial(o, group), job.Services)
 	rr.InstanceID = registry.NewInstanceID(job.Task.ID)
 	started := time.Now()
@@ -269,7 +277,10 @@ func outcome(res *runner.Result, err error, rc *runner.RunContext) (string, floa
 func stats(jobs []Job, runs []*RunResult, k int) []TaskStats {
 	out := make([]TaskStats, 0, len(jobs))
 	for _, j := range jobs {
-		s := TaskStats{TaskID: j.Task.ID, TaskVersion: j.Task.Version, K: k}
+		s := TaskStats{Name: j.Name, TaskID: j.Task.ID, TaskVersion: j.Task.Version, K: k}
+		if s.Name == "" {
+			s.Name = j.Task.ID
+		}
 		sum := 0.0
 		for _, r := range runs {
 			if r.TaskID != j.Task.ID || !r.started {
