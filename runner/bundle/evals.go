@@ -198,6 +198,9 @@ func selectEvals(m *Materialised, names []string) ([]Eval, error) {
 		}
 	}
 	if len(missing) > 0 {
+		if len(m.Evals) == 0 {
+			return nil, fmt.Errorf("--eval %s: the bundle has no evals/<name>.toml", strings.Join(missing, ", "))
+		}
 		have := make([]string, 0, len(m.Evals))
 		for _, e := range m.Evals {
 			have = append(have, e.Name)

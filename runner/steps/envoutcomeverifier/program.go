@@ -21,7 +21,7 @@ import (
 const programTimeout = 600 * time.Second
 
 // A verifier file (file_artifact_id) runs under one of two contracts,
-// chosen by what the file is (contract.go): the reference's Python
+// chosen by what the file is (isReference): the reference's Python
 // verify(mcp_url) (python.go), or ours, a program that prints its rows.
 const (
 	contractReference = "reference contract (Python verify(mcp_url))"
