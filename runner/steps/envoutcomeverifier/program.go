@@ -20,6 +20,10 @@ import (
 // programTimeout bounds a verifier program.
 const programTimeout = 600 * time.Second
 
+// waitDelay bounds the wait for a killed verifier's output pipes: a
+// process it started may still hold them open.
+const waitDelay = 5 * time.Second
+
 // A verifier file (file_artifact_id) runs under one of two contracts,
 // chosen by what the file is (isReference): the reference's Python
 // verify(mcp_url) (python.go), or ours, a program that prints its rows.
@@ -97,6 +101,7 @@ func runProgram(ctx context.Context, dir, path, mcpURL, auth string) ([]runner.R
 	if auth != "" {
 		cmd.Env = append(cmd.Env, "AGENTENV_MCP_AUTHORIZATION="+auth)
 	}
+	cmd.WaitDelay = waitDelay
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -77,6 +77,7 @@ func runReference(ctx context.Context, dir, path, mcpURL, auth string) ([]runner
 	if auth != "" {
 		cmd.Env = append(cmd.Env, "AGENTENV_MCP_AUTHORIZATION="+auth)
 	}
+	cmd.WaitDelay = waitDelay
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	runErr := cmd.Run()
@@ -133,9 +134,10 @@ func writePythonLib(dir string) error {
 	})
 }
 
-// pythonEnv puts lib first on PYTHONPATH (a real agentenv_protocol
-// installed elsewhere does not shadow ours: both have the names verifiers
-// use) and keeps Python from writing bytecode next to the files.
+// pythonEnv puts lib first on PYTHONPATH, so that a verifier gets the
+// package agent-env ships whatever else the machine has installed (the
+// same verifier then behaves the same everywhere), and keeps Python from
+// writing bytecode next to the files.
 func pythonEnv(env []string, lib string) []string {
 	out := make([]string, 0, len(env)+2)
 	path := lib
