@@ -271,6 +271,25 @@ func TestRunBundleEvals(t *testing.T) {
 		!strings.Contains(out, "evals/quick.toml: v1, unchanged") {
 		t.Errorf("--eval quick: exit %d\n%s\n%s", code, out, errs)
 	}
+	code, out, errs = c.run("run", dir, "--dry-run")
+	if code != 0 || !strings.Contains(out, "  evals/smoke.toml -> @local/") || !strings.Contains(out, "Would run:\n  evals/quick.toml (1 tasks)\n  evals/smoke.toml (2 tasks)\n") {
+		t.Errorf("--dry-run: exit %d\n%s\n%s", code, out, errs)
+	}
+	code, out, errs = c.run("run", dir, "--eval", "smoke", "--json")
+	var rep struct {
+		Evals []struct {
+			EvalID string `json:"eval_id"`
+			Tasks  []struct {
+				Name   string `json:"name"`
+				Passed int    `json:"passed"`
+			} `json:"tasks"`
+		} `json:"evals"`
+		Skipped []string `json:"skipped"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || len(rep.Evals) != 1 || !strings.HasSuffix(rep.Evals[0].EvalID, "/evb/smoke") ||
+		len(rep.Evals[0].Tasks) != 2 || rep.Evals[0].Tasks[0].Name != "tasks/pass.json" || rep.Evals[0].Tasks[0].Passed != 1 || len(rep.Skipped) != 1 {
+		t.Errorf("--json: exit %d, %v\n%s\n%s", code, err, out, errs)
+	}
 	if code, _, errs := c.run("run", dir, "--eval", "nope"); code != 1 || !strings.Contains(errs, "--eval nope: no such eval in the bundle (have: quick, smoke)") {
 		t.Errorf("--eval nope: %d %s", code, errs)
 	}
