@@ -72,4 +72,18 @@ func TestReferenceVerifier(t *testing.T) {
 			t.Errorf("%s: %s, want score %g and the tool check passing", seed, asJSON(v), want)
 		}
 	}
+	// The step's error names the contract it tried and why it failed.
+	for body, want := range map[string]string{
+		"async def verify(mcp_url):\n    raise KeyError('messages')\n": "run under the reference contract (Python verify(mcp_url)): verify(mcp_url) raised KeyError: 'messages'",
+		"print('no verify here')\n":                                    "run under the program contract (an executable printing a JSON list of rows) (a Python file without a top-level def verify(mcp_url) or async def verify(mcp_url)): stdout is not a JSON list of rows",
+	} {
+		if _, err := f.Services.Artifacts.PutFile(ctx, "bad-verifier", artifact.FileInput{Filename: "verifier.py", Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+		 {"id":"v","type":"env_outcome_verifier","env_id":"email","file_artifact_id":"bad-verifier"}]`, nil)
+		if err == nil || !strings.Contains(err.Error(), "verifier bad-verifier, "+want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
 }
