@@ -48,9 +48,9 @@ func TestEvalCommands(t *testing.T) {
 	}
 	bad := map[string]string{
 		`{"task_id":"ev/always"}`: "(top level): a JSON list",
-		`[{"task_id":"ev/always"},{"task_id":"ev/always","version":1}]`: `tasks[1]: task "ev/always" is listed twice`,
-		`[{"task_id":"ev/always"},{"task_id":"ev/nope"}]`:               "tasks[1].task_id: unknown task ev/nope",
-		`[{"task_id":"ev/always","version":9}]`:                         "tasks[0].task_id: unknown task ev/always:9",
+		`[{"task_id":"ev/always"},{"task_id":"ev/always","version":1}]`: `[1]: task "ev/always" is listed twice (also [0])`,
+		`[{"task_id":"ev/always"},{"task_id":"ev/nope"}]`:               "[1].task_id: unknown task ev/nope",
+		`[{"task_id":"ev/always","version":9}]`:                         "[0].task_id: unknown task ev/always:9",
 		`[{"task":"ev/always"}]`:                                        `[0]: an object with task_id and an optional version: json: unknown field "task"`,
 	}
 	for body, want := range bad {

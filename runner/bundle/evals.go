@@ -71,7 +71,7 @@ func prepareEvals(ctx context.Context, b *Bundle, docs registry.DocumentStore) (
 			}
 			pe.refs = append(pe.refs, r)
 		}
-		if err := eval.CheckList(ef.File, pe.refs); err != nil {
+		if err := eval.CheckList(ef.File, "tasks", pe.refs); err != nil {
 			return nil, err
 		}
 		out = append(out, pe)

@@ -72,7 +72,7 @@ func ParseJSON(file string, data []byte) ([]TaskRef, error) {
 		}
 		refs = append(refs, ref)
 	}
-	return refs, CheckList(file, refs)
+	return refs, CheckList(file, "", refs)
 }
 
 func taskRef(file, field string, id *string, version *int) (TaskRef, error) {
@@ -163,7 +163,7 @@ func ParseTOML(file string, data []byte) (*BundleEval, error) {
 			return nil, invalid(file, field, "a task name or {task = \"name\", version = N}, got %T", e)
 		}
 	}
-	return be, CheckList(file, be.Tasks)
+	return be, CheckList(file, "tasks", be.Tasks)
 }
 
 func missingKeys(sm *toml.StrictMissingError) []string {
@@ -175,15 +175,20 @@ func missingKeys(sm *toml.StrictMissingError) []string {
 }
 
 // CheckList refuses an empty eval and a task listed twice (by id, whatever
-// the versions).
-func CheckList(file string, refs []TaskRef) error {
+// the versions). list names the list in errors: "tasks" in a bundle's
+// TOML, "" for the top-level list of an `eval create` file.
+func CheckList(file, list string, refs []TaskRef) error {
 	if len(refs) == 0 {
-		return invalid(file, "tasks", "an eval lists at least one task")
+		where := list
+		if where == "" {
+			where = "(top level)"
+		}
+		return invalid(file, where, "an eval lists at least one task")
 	}
 	seen := map[string]int{}
 	for i, r := range refs {
 		if j, ok := seen[r.TaskID]; ok {
-			return invalid(file, fmt.Sprintf("tasks[%d]", i), "task %q is listed twice (also tasks[%d]); list each task once", r.TaskID, j)
+			return invalid(file, fmt.Sprintf("%s[%d]", list, i), "task %q is listed twice (also %s[%d]); list each task once", r.TaskID, list, j)
 		}
 		seen[r.TaskID] = i
 	}
@@ -191,29 +196,30 @@ func CheckList(file string, refs []TaskRef) error {
 }
 
 // CheckTasks reports the first task of refs that docsFor's store does not
-// hold, naming the file and the entry.
-func CheckTasks(ctx context.Context, docsFor func(id string) registry.DocumentStore, file string, refs []TaskRef) error {
+// hold, naming the file and the entry (list as for CheckList).
+func CheckTasks(ctx context.Context, docsFor func(id string) registry.DocumentStore, file, list string, refs []TaskRef) error {
 	for i, r := range refs {
 		if _, err := docsFor(r.TaskID).Get(ctx, registry.Tasks, r.Ref()); err != nil {
 			if errors.Is(err, registry.ErrNotFound) {
-				return invalid(file, fmt.Sprintf("tasks[%d].task_id", i), "unknown task %s: %v", r, err)
+				return invalid(file, fmt.Sprintf("%s[%d].task_id", list, i), "unknown task %s: %v", r, err)
 			}
-			return fmt.Errorf("%s: tasks[%d]: %w", file, i, err)
+			return fmt.Errorf("%s: %s[%d]: %w", file, list, i, err)
 		}
 	}
 	return nil
 }
 
-// Create checks refs (listed once, every task known) and stores them as a
-// new version of eval id. Nothing is stored when a check fails.
+// Create checks refs, the top-level list of file (listed once, every task
+// known), and stores them as a new version of eval id. Nothing is stored
+// when a check fails.
 func Create(ctx context.Context, docs registry.DocumentStore, docsFor func(id string) registry.DocumentStore, id, file string, refs []TaskRef) (*Eval, error) {
 	if err := registry.ValidateID(id); err != nil {
 		return nil, fmt.Errorf("%w: --id: %v", ErrInvalid, err)
 	}
-	if err := CheckList(file, refs); err != nil {
+	if err := CheckList(file, "", refs); err != nil {
 		return nil, err
 	}
-	if err := CheckTasks(ctx, docsFor, file, refs); err != nil {
+	if err := CheckTasks(ctx, docsFor, file, "", refs); err != nil {
 		return nil, err
 	}
 	return Put(ctx, docs, id, "eval", refs)

@@ -63,8 +63,8 @@ func TestParse(t *testing.T) {
 		"json no task_id":   {true, `[{"version":1}]`, "e.json: [0].task_id: required"},
 		"json unknown key":  {true, `[{"task_id":"a","versoin":1}]`, `e.json: [0]: an object with task_id and an optional version: json: unknown field "versoin"`},
 		"json bad version":  {true, `[{"task_id":"a","version":0}]`, "e.json: [0].version: a version is 1 or more"},
-		"json twice":        {true, `[{"task_id":"a"},{"task_id":"a","version":2}]`, `e.json: tasks[1]: task "a" is listed twice (also tasks[0])`},
-		"json empty":        {true, `[]`, "e.json: tasks: an eval lists at least one task"},
+		"json twice":        {true, `[{"task_id":"a"},{"task_id":"a","version":2}]`, `e.json: [1]: task "a" is listed twice (also [0])`},
+		"json empty":        {true, `[]`, "e.json: (top level): an eval lists at least one task"},
 		"toml no tasks":     {false, `type = "eval"`, "evals/e.toml: tasks: required"},
 		"toml unknown key":  {false, "tasks = [\"a\"]\ntaks = 1\n", "evals/e.toml: (top level): unknown key(s): taks"},
 		"toml bad entry":    {false, "tasks = [1]\n", "evals/e.toml: tasks[0]: a task name or {task = \"name\", version = N}"},
@@ -95,7 +95,7 @@ func TestCreate(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := eval.Create(ctx, docs, docsFor, "e", "e.json", []eval.TaskRef{{TaskID: "a"}, {TaskID: "nope"}})
-	if err == nil || !strings.Contains(err.Error(), `e.json: tasks[1].task_id: unknown task nope`) {
+	if err == nil || !strings.Contains(err.Error(), `e.json: [1].task_id: unknown task nope`) {
 		t.Errorf("unknown task: %v", err)
 	}
 	_, err = eval.Create(ctx, docs, docsFor, "e", "e.json", []eval.TaskRef{{TaskID: "a", TaskVersion: 2}})
