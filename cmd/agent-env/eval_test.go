@@ -290,8 +290,10 @@ func TestRunBundleEvals(t *testing.T) {
 		len(rep.Evals[0].Tasks) != 2 || rep.Evals[0].Tasks[0].Name != "tasks/pass.json" || rep.Evals[0].Tasks[0].Passed != 1 || len(rep.Skipped) != 1 {
 		t.Errorf("--json: exit %d, %v\n%s\n%s", code, err, out, errs)
 	}
-	if code, _, errs := c.run("run", dir, "--eval", "nope"); code != 1 || !strings.Contains(errs, "--eval nope: no such eval in the bundle (have: quick, smoke)") {
-		t.Errorf("--eval nope: %d %s", code, errs)
+	for _, args := range [][]string{{"run", dir, "--eval", "nope"}, {"run", dir, "--eval", "nope", "--dry-run"}} {
+		if code, _, errs := c.run(args...); code != 1 || !strings.Contains(errs, "--eval nope: no such eval in the bundle (have: quick, smoke)") {
+			t.Errorf("%v: %d %s", args, code, errs)
+		}
 	}
 	if code, out, _ := c.run("run", dir, "--task", "extra"); code != 0 || !strings.Contains(out, "tasks/extra.json v1: passed") {
 		t.Errorf("--task extra: %d\n%s", code, out)

@@ -26,22 +26,14 @@ func evalEntities(m *bundle.Materialised) []bundle.Entity {
 }
 
 func printEvalsDryRun(d *deps, m *bundle.Materialised, req runRequest) error {
-	for _, e := range m.Evals {
-		if len(req.evals) > 0 && !containsEval(req.evals, e.Name) {
-			continue
-		}
+	sel, err := bundle.SelectEvals(m, req.evals)
+	if err != nil {
+		return err
+	}
+	for _, e := range sel {
 		fmt.Fprintf(d.stdout, "  %s (%d tasks)\n", e.File, len(e.Tasks))
 	}
 	return nil
-}
-
-func containsEval(list []string, name string) bool {
-	for _, n := range list {
-		if n == name || n == "evals/"+name+".toml" {
-			return true
-		}
-	}
-	return false
 }
 
 // runBundleEvals runs the selected evals of a bundle, each task once, and

@@ -124,7 +124,7 @@ func RunEvals(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Ma
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = 4
 	}
-	selected, err := selectEvals(m, names)
+	selected, err := SelectEvals(m, names)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -178,7 +178,9 @@ func RunEvals(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Ma
 	return runs, skipped, nil
 }
 
-func selectEvals(m *Materialised, names []string) ([]Eval, error) {
+// SelectEvals picks the evals --eval names ("smoke" or
+// "evals/smoke.toml"); none = every eval.
+func SelectEvals(m *Materialised, names []string) ([]Eval, error) {
 	if len(names) == 0 {
 		return m.Evals, nil
 	}
