@@ -138,9 +138,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	if c.FileArtifactID != "" {
 		mcpURL, _ := env.Entry["mcp_url"].(string)
-		var auth string
+		var auth fileAuth
 		if tok := gwclient.ControlToken(ctx, rc, env.Entry); tok != "" {
-			auth = "Bearer " + protocol.RoleToken(tok, gwclient.VerifierRole)
+			auth = fileAuth{mcp: "Bearer " + protocol.RoleToken(tok, gwclient.VerifierRole), control: "Bearer " + tok}
 		}
 		rows, err := c.runFile(ctx, rc, mcpURL, auth)
 		if err != nil {

@@ -32,11 +32,25 @@ const (
 	contractProgram   = "program contract (an executable printing a JSON list of rows)"
 )
 
+// fileAuth is what a verifier file may send to the env's gateway, as
+// Authorization values; empty when the gateway has no control token.
+// They go in the environment (argv is visible to ps).
+type fileAuth struct {
+	// mcp is the runner's verifier role credential: tool calls on /mcp
+	// (AGENTENV_MCP_AUTHORIZATION), for both contracts.
+	mcp string
+	// control is the gateway's control token (the data plane and the
+	// control routes; AGENTENV_CONTROL_AUTHORIZATION), for the reference
+	// contract only: a reference verifier reads the env's data
+	// (client.get_data), which the reference runs inside the harness
+	// process that holds every secret. The shipped client sends it only to
+	// the env's own origin and follows no redirect.
+	control string
+}
+
 // runFile fetches the verifier file file_artifact_id and runs it under
-// its contract against the env at mcpURL. auth, when set, is the
-// Authorization value of the runner's verifier role on the gateway; it
-// goes in the environment (argv is visible to ps).
-func (c *Config) runFile(ctx context.Context, rc *runner.RunContext, mcpURL, auth string) ([]runner.Row, error) {
+// its contract against the env at mcpURL.
+func (c *Config) runFile(ctx context.Context, rc *runner.RunContext, mcpURL string, auth fileAuth) ([]runner.Row, error) {
 	arts, err := rc.Services().ArtifactStore()
 	if err != nil {
 		return nil, err
@@ -73,7 +87,7 @@ func (c *Config) runFile(ctx context.Context, rc *runner.RunContext, mcpURL, aut
 		rows, err = runReference(cctx, dir, path, mcpURL, auth)
 	} else {
 		why = reason
-		rows, err = runProgram(cctx, dir, path, mcpURL, auth)
+		rows, err = runProgram(cctx, dir, path, mcpURL, auth.mcp)
 	}
 	if err != nil {
 		if why != "" {

@@ -61,7 +61,7 @@ func firstLine(b []byte) []byte {
 
 // runReference runs the verifier at path with the harness, the embedded
 // agentenv_protocol package on PYTHONPATH, in dir.
-func runReference(ctx context.Context, dir, path, mcpURL, auth string) ([]runner.Row, error) {
+func runReference(ctx context.Context, dir, path, mcpURL string, auth fileAuth) ([]runner.Row, error) {
 	py, err := exec.LookPath("python3")
 	if err != nil {
 		return nil, ErrNoPython
@@ -74,8 +74,11 @@ func runReference(ctx context.Context, dir, path, mcpURL, auth string) ([]runner
 	cmd := exec.CommandContext(ctx, py, filepath.Join(lib, "agentenv_run_verifier.py"), path, mcpURL, out)
 	cmd.Dir = dir
 	cmd.Env = append(pythonEnv(os.Environ(), lib), "AGENTENV_MCP_URL="+mcpURL)
-	if auth != "" {
-		cmd.Env = append(cmd.Env, "AGENTENV_MCP_AUTHORIZATION="+auth)
+	if auth.mcp != "" {
+		cmd.Env = append(cmd.Env, "AGENTENV_MCP_AUTHORIZATION="+auth.mcp)
+	}
+	if auth.control != "" {
+		cmd.Env = append(cmd.Env, "AGENTENV_CONTROL_AUTHORIZATION="+auth.control)
 	}
 	cmd.WaitDelay = waitDelay
 	var output bytes.Buffer

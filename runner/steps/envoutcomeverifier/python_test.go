@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -29,12 +30,28 @@ func needPython(t *testing.T) {
 // loopback socket.
 type fakeEnv struct {
 	*httptest.Server
+	mu    sync.Mutex
 	calls []string
 }
 
-func newFakeEnv(t *testing.T, state string) *fakeEnv {
+func (f *fakeEnv) record(s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, s)
+}
+
+func (f *fakeEnv) recorded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+func newFakeEnv(t *testing.T, state string) *fakeEnv { return newFakeEnvWrapped(t, state, nil) }
+
+// newFakeEnvWrapped is newFakeEnv with its handler wrapped by wrap.
+func newFakeEnvWrapped(t *testing.T, state string, wrap func(http.Handler) http.Handler) *fakeEnv {
 	f := &fakeEnv{}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			ID     any             `json:"id"`
 			Method string          `json:"method"`
@@ -44,7 +61,7 @@ func newFakeEnv(t *testing.T, state string) *fakeEnv {
 			return
 		}
 		_ = json.NewDecoder(r.Body).Decode(&req)
-		f.calls = append(f.calls, r.URL.Path+" "+req.Method+" "+string(req.Params))
+		f.record(r.URL.Path + " " + req.Method + " " + string(req.Params))
 		w.Header().Set("Content-Type", "application/json")
 		var result any
 		switch r.URL.Path + " " + req.Method {
@@ -74,7 +91,11 @@ func newFakeEnv(t *testing.T, state string) *fakeEnv {
 			return
 		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": result})
-	}))
+	})
+	if wrap != nil {
+		h = wrap(h)
+	}
+	f.Server = httptest.NewServer(h)
 	t.Cleanup(f.Close)
 	return f
 }
@@ -86,7 +107,7 @@ func runRef(t *testing.T, url, src string) ([]map[string]any, error) {
 	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := runReference(context.Background(), dir, path, url+"/mcp", "")
+	rows, err := runReference(context.Background(), dir, path, url+"/mcp", fileAuth{})
 	out := make([]map[string]any, len(rows))
 	for i, r := range rows {
 		out[i] = r
@@ -119,8 +140,8 @@ async def verify(mcp_url):
 		t.Errorf("rows %v", rows)
 	}
 	want := `/agentenv data/add {"parts":[{"kind":"data","data":{"x":1}},{"kind":"text","text":"t"}]}`
-	if !strings.Contains(strings.Join(env.calls, "\n"), want) {
-		t.Errorf("calls:\n%s\nwant %s", strings.Join(env.calls, "\n"), want)
+	if calls := strings.Join(env.recorded(), "\n"); !strings.Contains(calls, want) {
+		t.Errorf("calls:\n%s\nwant %s", calls, want)
 	}
 	rows, err = runRef(t, env.URL, "def verify(mcp_url):\n    return [{'result': mcp_url.endswith('/mcp'), 'score': 1}]\n")
 	if err != nil || len(rows) != 1 || rows[0]["result"] != true {
@@ -171,5 +192,63 @@ func TestContractChoice(t *testing.T) {
 		if got, why := isReference(tc.name, []byte(tc.body)); got != tc.ref {
 			t.Errorf("%s %q: reference %v (%s), want %v", tc.name, tc.body, got, why, tc.ref)
 		}
+	}
+}
+
+// TestReferenceCredentials: the shipped client sends the control token on
+// the data plane and the verifier role's credential on MCP, to the env's
+// origin only: another host gets neither, and a redirect is not followed.
+func TestReferenceCredentials(t *testing.T) {
+	needPython(t)
+	other := &fakeEnv{}
+	otherSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		other.record(r.URL.Path + " auth=" + r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"parts":[]}}`))
+	}))
+	defer otherSrv.Close()
+	seen := &fakeEnv{}
+	env := newFakeEnvWrapped(t, `{}`, func(inner http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.record(r.Method + " " + r.URL.Path + " auth=" + r.Header.Get("Authorization"))
+			if r.URL.Path == "/redirect/agentenv" {
+				http.Redirect(w, r, otherSrv.URL+"/agentenv", http.StatusTemporaryRedirect)
+				return
+			}
+			inner.ServeHTTP(w, r)
+		})
+	})
+	dir := t.TempDir()
+	path := filepath.Join(dir, "verifier.py")
+	src := `
+from agentenv_protocol import client
+
+async def verify(mcp_url):
+    base = mcp_url.removesuffix("/mcp")
+    await client.get_data(base)
+    await client.call_tool(mcp_url, "echo", {})
+    await client.get_data("` + otherSrv.URL + `")
+    try:
+        await client.get_data(base + "/redirect")
+        followed = True
+    except Exception:
+        followed = False
+    return [{"result": not followed}]
+`
+	if err := os.WriteFile(path, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := runReference(context.Background(), dir, path, env.URL+"/mcp", fileAuth{mcp: "Bearer role-cred", control: "Bearer control-tok"})
+	if err != nil || len(rows) != 1 || rows[0]["result"] != true {
+		t.Fatalf("%v %v", rows, err)
+	}
+	got := strings.Join(seen.recorded(), "\n")
+	for _, want := range []string{"POST /agentenv auth=Bearer control-tok", "POST /mcp auth=Bearer role-cred", "DELETE /mcp auth=Bearer role-cred"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("env requests:\n%s\nwant %q", got, want)
+		}
+	}
+	if other := other.recorded(); len(other) != 1 || other[0] != "/agentenv auth=" {
+		t.Errorf("another host got %v, want one request without credentials", other)
 	}
 }

@@ -10,6 +10,7 @@ import json
 import urllib.error
 import urllib.request
 
+from ._http import CONTROL_AUTH, MCP_AUTH, open_url, with_auth
 from .types import PROTOCOL_VERSION, ROLE_HEADER
 
 MCP_PROTOCOL_VERSION = "2025-11-25"
@@ -47,6 +48,9 @@ class ToolSession:
         self.protocol_version = None
         self._headers = {**(headers or {}), **({ROLE_HEADER: role} if role else {}),
                          "Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        # Without a role the session speaks as the verifier role (its credential); a session that names a
+        # role needs the control token, with which the gateway trusts the role header.
+        self._headers = with_auth(url, self._headers, CONTROL_AUTH if role else MCP_AUTH)
         self._ids = itertools.count(1)
         self._open = False
 
@@ -76,8 +80,8 @@ class ToolSession:
         self._open = False
         if self.session_id:
             try:
-                req = urllib.request.Request(self.url, method="DELETE", headers=self._session_headers())
-                await asyncio.to_thread(lambda: urllib.request.urlopen(req, timeout=min(self.timeout, 5)).close())
+                req = urllib.request.Request(self.url, method="DELETE", headers={**self._headers, **self._session_headers()})
+                await asyncio.to_thread(lambda: open_url(req, min(self.timeout, 5)).close())
             except Exception:
                 pass  # a server that is already gone is not an error
 
@@ -114,7 +118,7 @@ class ToolSession:
         req = urllib.request.Request(self.url, data=json.dumps(message, separators=(",", ":")).encode(), method="POST", headers=headers)
         method = message["method"]
         try:
-            resp = urllib.request.urlopen(req, timeout=self.timeout)
+            resp = open_url(req, self.timeout)
         except urllib.error.HTTPError as e:
             body = e.read().decode(errors="replace")[:1000]
             if e.code == 404 and self.session_id:
