@@ -565,7 +565,7 @@ func TestRunFlags(t *testing.T) {
 		t.Errorf("--task nope: exit %d %q", code, stderr)
 	}
 	code, _, stderr = c.run("run", "hello", "--eval", "x")
-	if code != 1 || !strings.HasPrefix(stderr, "Error: --eval: ") {
+	if code != 1 || stderr != "Error: --eval x: the bundle has no evals/<name>.toml\n" {
 		t.Errorf("--eval: exit %d %q", code, stderr)
 	}
 	code, out, _ = c.run("run", "hello", "--task", "hello", "--model", "m1")

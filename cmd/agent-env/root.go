@@ -82,6 +82,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newEnvCmd(d), newA2AAgentCmd(d), newSandboxCmd(d)) // sandboxes (env.go, agent.go, sandbox.go)
 	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
+	root.AddCommand(newEvalCmd(d))                                     // eval.go
 	return root
 }
 

@@ -91,8 +91,8 @@ func listBundles(d *deps) error {
 }
 
 func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
-	if len(req.evals) > 0 {
-		return errors.New("--eval: evals are not supported by this build yet; select tasks with --task")
+	if len(req.evals) > 0 && len(req.tasks) > 0 {
+		return errors.New("--task and --eval exclude each other: select tasks or evals")
 	}
 	if req.asJSON && (req.keep || req.dryRun) {
 		return errors.New("--json cannot be combined with --keep or --dry-run")
@@ -115,10 +115,13 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 			return err
 		}
 		fmt.Fprintln(d.stdout, "Store refs:")
-		for _, e := range append(append([]bundle.Entity{}, m.Artifacts...), taskEntities(m)...) {
+		for _, e := range append(append(append([]bundle.Entity{}, m.Artifacts...), taskEntities(m)...), evalEntities(m)...) {
 			fmt.Fprintf(d.stdout, "  %s -> %s:%d (%s)\n", e.Path, e.ID, e.Version, e.Status)
 		}
 		fmt.Fprintln(d.stdout, "Would run:")
+		if runsEvals(m, req) { // runevals.go
+			return printEvalsDryRun(d, m, req)
+		}
 		for _, t := range m.Tasks {
 			if len(req.tasks) == 0 || contains(req.tasks, t.Name) {
 				fmt.Fprintf(d.stdout, "  %s (%d steps)\n", t.File, len(t.Task.Steps))
@@ -133,6 +136,9 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), lines, nil)
 	if err != nil {
 		return err
+	}
+	if runsEvals(m, req) { // runevals.go
+		return runBundleEvals(ctx, d, r, st, m, req, lines)
 	}
 	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
 	defer prog.Close()

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -89,62 +88,10 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 	return cmd
 }
 
-func newTaskGetCmd(d *deps) *cobra.Command {
-	var id string
-	var version int
-	cmd := &cobra.Command{
-		Use:   "get",
-		Short: "Print a stored task as JSON",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
-				doc, err := st.docsFor(id).Get(ctx, registry.Tasks, registry.Ref{ID: id, Version: version})
-				if err != nil {
-					return err
-				}
-				return printJSON(d, doc.Data)
-			})
-		},
-	}
-	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
-	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
-	_ = cmd.MarkFlagRequired("id")
-	return cmd
-}
+func newTaskGetCmd(d *deps) *cobra.Command { return newDocGetCmd(d, registry.Tasks, "task") }
 
 func newTaskListCmd(d *deps) *cobra.Command {
-	var local bool
-	var limit int
-	cmd := &cobra.Command{
-		Use:   "list",
-		Short: "List stored tasks (latest version of each)",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
-				docs := st.Documents
-				if local {
-					docs = st.Local
-				}
-				list, err := docs.List(ctx, registry.Tasks, &registry.ListOptions{Limit: limit})
-				if err != nil {
-					return err
-				}
-				tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tVERSION\tSTEPS\tCREATED (UTC)")
-				for _, doc := range list {
-					var body struct {
-						Steps []json.RawMessage `json:"steps"`
-					}
-					_ = doc.Decode(&body)
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(body.Steps), registry.FormatMinute(doc.CreatedAt))
-				}
-				return tw.Flush()
-			})
-		},
-	}
-	cmd.Flags().BoolVar(&local, "local", false, "list the @local store (bundle tasks)")
-	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
-	return cmd
+	return newDocListCmd(d, registry.Tasks, "task", "steps", "STEPS")
 }
 
 func newTaskValidateCmd(d *deps) *cobra.Command {

@@ -28,6 +28,7 @@ type Bundle struct {
 	Dir         string // where it was found (display)
 	Artifacts   []Artifact
 	Tasks       []TaskFile
+	Evals       []EvalFile
 }
 
 // Artifact is one artifacts/<name>/ folder.
@@ -58,6 +59,13 @@ func (a Artifact) FileNames() []string {
 type TaskFile struct {
 	Name string // "hello"
 	File string // "tasks/hello.json"
+	Raw  []byte
+}
+
+// EvalFile is one evals/<name>.toml.
+type EvalFile struct {
+	Name string // "smoke"
+	File string // "evals/smoke.toml"
 	Raw  []byte
 }
 
@@ -197,7 +205,7 @@ func Load(fsys fs.FS, name, idRoot string) (*Bundle, error) {
 			return nil, fmt.Errorf("%w: %s: unknown folder %q (kind folders: envs, agents, artifacts, skills, tasks, evals)", ErrInvalid, name, e.Name())
 		}
 	}
-	for _, kind := range []string{"envs", "agents", "skills", "evals"} {
+	for _, kind := range []string{"envs", "agents", "skills"} {
 		if list, err := fs.ReadDir(fsys, kind); err == nil && len(list) > 0 {
 			return nil, fmt.Errorf("%w: %s: %s/ is not supported by this build yet (tasks/ and artifacts/ are)", ErrInvalid, name, kind)
 		}
@@ -247,6 +255,18 @@ func Load(fsys fs.FS, name, idRoot string) (*Bundle, error) {
 			b.Tasks = append(b.Tasks, TaskFile{Name: strings.TrimSuffix(t.Name(), ".json"), File: "tasks/" + t.Name(), Raw: raw})
 		}
 	}
+	if evals, err := fs.ReadDir(fsys, "evals"); err == nil {
+		for _, e := range evals {
+			if e.IsDir() || path.Ext(e.Name()) != ".toml" {
+				return nil, fmt.Errorf("%w: %s: evals/%s: an eval is evals/<name>.toml", ErrInvalid, name, e.Name())
+			}
+			raw, err := fs.ReadFile(fsys, "evals/"+e.Name())
+			if err != nil {
+				return nil, err
+			}
+			b.Evals = append(b.Evals, EvalFile{Name: strings.TrimSuffix(e.Name(), ".toml"), File: "evals/" + e.Name(), Raw: raw})
+		}
+	}
 	if len(b.Tasks) == 0 {
 		return nil, fmt.Errorf("%w: %s has no tasks/<name>.json", ErrInvalid, name)
 	}
@@ -261,7 +281,11 @@ func (b *Bundle) Contents() string {
 		}
 		return fmt.Sprintf("%d %ss", n, s)
 	}
-	return plural(len(b.Tasks), "task") + ", " + plural(len(b.Artifacts), "artifact")
+	s := plural(len(b.Tasks), "task") + ", " + plural(len(b.Artifacts), "artifact")
+	if len(b.Evals) > 0 {
+		s += ", " + plural(len(b.Evals), "eval")
+	}
+	return s
 }
 
 // Export copies the installed bundle tree fsys into dir

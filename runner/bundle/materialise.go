@@ -58,6 +58,7 @@ type Materialised struct {
 	Bundle    *Bundle
 	Artifacts []Entity
 	Tasks     []Task
+	Evals     []Eval // evals.go
 }
 
 const ledgerScheme = "sha256-v1"
@@ -100,6 +101,10 @@ func Materialise(ctx context.Context, b *Bundle, st Stores, reg *runner.StepRegi
 		}
 		tasks = append(tasks, parsed{tf, steps})
 	}
+	evals, err := prepareEvals(ctx, b, st.Documents)
+	if err != nil {
+		return nil, err
+	}
 	for _, a := range b.Artifacts {
 		e, err := putArtifact(ctx, st, b, a, opts.DryRun)
 		if err != nil {
@@ -126,6 +131,14 @@ func Materialise(ctx context.Context, b *Bundle, st Stores, reg *runner.StepRegi
 		m.Tasks = append(m.Tasks, Task{File: p.tf.File, Name: p.tf.Name, Entity: e,
 			Task: &runner.Task{ID: id, Version: e.Version, Steps: t}})
 		fmt.Fprintln(out, e.Line())
+	}
+	for _, pe := range evals {
+		e, err := putEval(ctx, st, m, pe, opts.DryRun)
+		if err != nil {
+			return nil, err
+		}
+		m.Evals = append(m.Evals, e)
+		fmt.Fprintln(out, e.Entity.Line())
 	}
 	return m, nil
 }

@@ -5,8 +5,11 @@
 // expressions gateway triggers use (gateway.md §9.2, §9.4). Rows go to
 // metadata.verifications[verifier_id] (runner.md §5).
 //
-// file_artifact_id instead runs a verifier program (program.go), as the
-// reference does with its in-process verify(mcp_url).
+// file_artifact_id instead runs a verifier file, under the contract the
+// file's kind selects: a Python file with a top-level verify is run as the
+// reference runs it, verify(mcp_url) called (and awaited) with a shipped
+// agentenv_protocol client on PYTHONPATH (python.go); anything else is a
+// program that prints its rows (program.go).
 package envoutcomeverifier
 
 import (
@@ -135,11 +138,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	if c.FileArtifactID != "" {
 		mcpURL, _ := env.Entry["mcp_url"].(string)
-		var auth string
+		var auth fileAuth
 		if tok := gwclient.ControlToken(ctx, rc, env.Entry); tok != "" {
-			auth = "Bearer " + protocol.RoleToken(tok, gwclient.VerifierRole)
+			auth = fileAuth{mcp: "Bearer " + protocol.RoleToken(tok, gwclient.VerifierRole), control: "Bearer " + tok}
 		}
-		rows, err := c.runProgram(ctx, rc, mcpURL, auth)
+		rows, err := c.runFile(ctx, rc, mcpURL, auth)
 		if err != nil {
 			return err
 		}
