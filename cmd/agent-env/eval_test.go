@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentenv/agentenv/runner"
 )
@@ -143,56 +138,17 @@ func TestEvalSIGINT(t *testing.T) {
 		t.Fatalf("eval create: %d\n%s%s", code, out, errs)
 	}
 	// k=3 with 2 at once: two runs start, the third waits and never starts.
-	cmd := exec.Command(bin, "eval", "run", "--id", "slow-eval", "--k", "3", "--max-concurrency", "2", "--output-dir", t.TempDir())
-	cmd.Env = os.Environ()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	ch := startCLI(t, bin, "eval", "run", "--id", "slow-eval", "--k", "3", "--max-concurrency", "2", "--output-dir", t.TempDir())
+	ch.waitUntil("two slow steps running", func(out string) bool {
+		return strings.Count(out, "step 2/2 wait (verify_sandbox)") >= 2 && len(markedProcesses(marker)) >= 2
+	})
+	if err := ch.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if code := ch.exitCode(); code != exitInterrupted {
+		t.Errorf("exit %d, want 130\n%s", code, ch.output())
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	var out strings.Builder
-	deadline := time.After(60 * time.Second)
-	for started := 0; started < 2 || len(markedProcesses(marker)) < 2; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("agent-env ended early:\n%s\n%s", out.String(), stderr.String())
-			}
-			out.WriteString(l + "\n")
-			if strings.Contains(l, "step 2/2 wait (verify_sandbox)") {
-				started++
-			}
-		case <-time.After(100 * time.Millisecond): // poll for the sleeps to appear
-		case <-deadline:
-			t.Fatalf("the slow steps never started:\n%s", out.String())
-		}
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		out.WriteString(l + "\n")
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
-		t.Errorf("exit: %v, want 130\n%s\n%s", err, out.String(), stderr.String())
-	}
-	s := out.String()
+	s := ch.stdout()
 	if strings.Count(s, "] cancelled") != 2 || !strings.Contains(s, "slow  1        2     0") || !strings.HasSuffix(s, "Tore down 2 sandboxes.\n") {
 		t.Errorf("output:\n%s", s)
 	}

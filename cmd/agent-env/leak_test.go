@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,110 +22,6 @@ import (
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
 )
-
-// child is a real agent-env process whose stdout is watched line by line.
-type child struct {
-	t      *testing.T
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	out    strings.Builder
-	stderr strings.Builder
-	lines  chan string
-}
-
-// startCLI starts bin with args in the environment newCLI set up.
-func startCLI(t *testing.T, bin string, args ...string) *child {
-	t.Helper()
-	c := &child{t: t, cmd: exec.Command(bin, args...), lines: make(chan string, 64)}
-	c.cmd.Env = os.Environ() // HOME, XDG_STATE_HOME, AGENT_ENV_* set by newCLI
-	stdout, err := c.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.cmd.Stderr = &syncWriter{mu: &c.mu, b: &c.stderr}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.cmd.Process.Kill(); _ = c.cmd.Wait() })
-	go func() {
-		defer close(c.lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			c.mu.Lock()
-			c.out.WriteString(sc.Text() + "\n")
-			c.mu.Unlock()
-			select {
-			case c.lines <- sc.Text():
-			default: // nobody waits for lines now
-			}
-		}
-	}()
-	return c
-}
-
-type syncWriter struct {
-	mu *sync.Mutex
-	b  *strings.Builder
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (c *child) output() string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.out.String() + c.stderr.String()
-}
-
-// waitLine blocks until stdout has a line containing sub (120 s at most).
-func (c *child) waitLine(sub string) {
-	c.t.Helper()
-	deadline := time.NewTimer(120 * time.Second)
-	defer deadline.Stop()
-	for {
-		c.mu.Lock()
-		seen := strings.Contains(c.out.String(), sub)
-		c.mu.Unlock()
-		if seen {
-			return
-		}
-		select {
-		case _, ok := <-c.lines:
-			if !ok {
-				c.t.Fatalf("agent-env ended before printing %q:\n%s", sub, c.output())
-			}
-		case <-deadline.C:
-			c.t.Fatalf("agent-env never printed %q:\n%s", sub, c.output())
-		}
-	}
-}
-
-// exitCode waits for the process (120 s at most) and returns its code.
-func (c *child) exitCode() int {
-	c.t.Helper()
-	done := make(chan error, 1)
-	go func() { done <- c.cmd.Wait() }()
-	deadline := time.NewTimer(120 * time.Second)
-	defer deadline.Stop()
-	select {
-	case err := <-done:
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return ee.ExitCode()
-		}
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		return 0
-	case <-deadline.C:
-		_ = c.cmd.Process.Kill()
-		c.t.Fatalf("agent-env did not exit:\n%s", c.output())
-		return -1
-	}
-}
 
 // mustRun runs each command and fails the test at the first that does not
 // exit 0.

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/agentenv/agentenv/runner"
 )
@@ -42,53 +38,15 @@ func TestProcessSIGINT(t *testing.T) {
 	writeFile(t, filepath.Join(dir, "tasks", "slow.json"), `[
 	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"wait","type":"verify_sandbox","sandbox_name":"box","criteria":[{"type":"bash_cmd_succeeds","bash_cmd":"sleep 300"}]}]`)
-	cmd := exec.Command(bin, "run", dir)
-	cmd.Env = os.Environ() // HOME, XDG_STATE_HOME, AGENT_ENV_* set by newCLI
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
+	ch := startCLI(t, bin, "run", dir)
+	ch.waitLine("step 2/2 wait (verify_sandbox)")
+	if err := ch.cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	if code := ch.exitCode(); code != exitInterrupted {
+		t.Errorf("exit %d, want 130\n%s", code, ch.output())
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	lines := make(chan string)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		_, _ = io.Copy(io.Discard, stdout)
-	}()
-	var out strings.Builder
-	deadline := time.After(60 * time.Second)
-	for waiting := true; waiting; {
-		select {
-		case l, ok := <-lines:
-			if !ok {
-				t.Fatalf("agent-env ended early:\n%s\n%s", out.String(), stderr.String())
-			}
-			out.WriteString(l + "\n")
-			waiting = !strings.Contains(l, "step 2/2 wait (verify_sandbox)")
-		case <-deadline:
-			t.Fatalf("the slow step never started:\n%s", out.String())
-		}
-	}
-	if err := cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	for l := range lines {
-		out.WriteString(l + "\n")
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != exitInterrupted {
-		t.Errorf("exit: %v, want 130\n%s\n%s", err, out.String(), stderr.String())
-	}
-	s := out.String()
+	s := ch.stdout()
 	if !strings.Contains(s, "tasks/slow.json v1: cancelled") || !strings.HasSuffix(s, "Tore down 1 sandbox.\n") {
 		t.Errorf("output:\n%s", s)
 	}
