@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,7 +23,8 @@ import (
 )
 
 // benchServeEnv names the server a re-executed test binary runs
-// (BenchmarkToolsCallProcesses): "child", "gateway" or "relay".
+// (BenchmarkToolsCallProcesses, BenchmarkSoak): "child", "gateway" or
+// "relay", or "soak-load" for BenchmarkSoak's load generator.
 const benchServeEnv = "AGENTENV_BENCH_SERVE"
 
 func TestMain(m *testing.M) {
@@ -47,6 +49,9 @@ func benchEchoTool(name string) server.ServerTool {
 // "LISTEN <url>" and runs until its stdin closes, so it never outlives
 // the benchmark that started it.
 func serveBenchProcess(role, target string) int {
+	if role == "soak-load" {
+		return soakLoad(target)
+	}
 	addr := "127.0.0.1:0"
 	if a := os.Getenv("AGENTENV_BENCH_ADDR"); a != "" {
 		addr = a // a restarted server keeps its port
@@ -60,8 +65,10 @@ func serveBenchProcess(role, target string) int {
 	var h http.Handler
 	switch role {
 	case "child":
-		srv := server.NewMCPServer("items", "1", server.WithToolCapabilities(true))
-		srv.AddTools(benchEchoTool("items_echo"))
+		name := cmp.Or(os.Getenv("AGENTENV_BENCH_NAME"), "items")
+		srv := server.NewMCPServer(name, "1", server.WithToolCapabilities(true))
+		// <name>_mark is the tool BenchmarkSoak's after-call trigger watches.
+		srv.AddTools(benchEchoTool(name+"_echo"), benchEchoTool(name+"_mark"))
 		h = server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
 			server.WithDisableLocalhostProtection(true), server.WithStreamableHTTPLogger(quiet), server.WithStateful(true))
 		base += "/mcp"

@@ -10,7 +10,7 @@ import (
 )
 
 // freeLoopbackAddr returns a loopback address with a port nothing listens on.
-func freeLoopbackAddr(t *testing.T) string {
+func freeLoopbackAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
