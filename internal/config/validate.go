@@ -51,6 +51,13 @@ func (c *Config) checkStoreConfigKeys() {
 	}
 }
 
+// runnerImpls are the accepted [runner] impl names: ours, and the module
+// paths users of the Python reference framework write for its local
+// runner, which is what ours reimplements.
+var runnerImpls = []string{DefaultRunnerImpl,
+	"agent_env.runner.local_runner:LocalRunner", "agent_env.runner.local_runner.LocalRunner",
+	"agent_env.runner:LocalRunner", "agent_env.runner.LocalRunner"}
+
 // StoreImpls returns the accepted implementation names of a store kind.
 func StoreImpls(kind string) []string { return append([]string(nil), storeImpls[kind]...) }
 
@@ -72,8 +79,9 @@ func (c *Config) Validate() error {
 	if sf := c.Stores.Secret.StoreConfigString("file_path"); strings.HasPrefix(sf, "secret:") {
 		return &Error{File: c.File, Key: "stores.secret.config.file_path", Msg: "[stores.secret] cannot use secret: references"}
 	}
-	if c.Runner.Impl != "local" {
-		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: local)", c.Runner.Impl)}
+	if !contains(runnerImpls, c.Runner.Impl) {
+		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: %s) [%s]",
+			c.Runner.Impl, strings.Join(runnerImpls, ", "), c.Source("runner.impl"))}
 	}
 	if c.Runner.Config.Workers < 1 {
 		return &Error{File: c.File, Key: "runner.config.workers", Msg: fmt.Sprintf("must be >= 1, got %d", c.Runner.Config.Workers)}
