@@ -38,3 +38,30 @@ func TestConfigRunnerImplReferencePaths(t *testing.T) {
 		t.Fatalf("unknown runner: %v", err)
 	}
 }
+
+// A sandbox provider the CLI does not have is refused when the config
+// loads, wherever the config names it, not at the first deploy.
+func TestConfigUnknownSandboxProvider(t *testing.T) {
+	cases := []struct{ name, body, key, want string }{
+		{"default", "[sandbox]\ndefault = \"dokcer\"\n", "sandbox.default", `unknown sandbox provider "dokcer" (known: local, docker, process); did you mean docker?`},
+		{"default chain", "[sandbox]\ndefault = \"docker, modal\"\n", "sandbox.default", `unknown sandbox provider "modal" in "docker, modal" (known: local, docker, process)`},
+		{"agent default", "[sandbox]\nagent_default = \"e2b\"\n", "sandbox.agent_default", `unknown sandbox provider "e2b" (known: local, docker, process)`},
+		{"provider table", "[sandbox.providers.daytona]\napi_key = \"env:K\"\n", "sandbox.providers.daytona", `unknown sandbox provider "daytona" (known: local, docker, process) [file]`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := writeConfig(t, dir, tc.body)
+			_, err := config.Load(env{}.opts(dir))
+			var ce *config.Error
+			if !errors.As(err, &ce) || ce.File != p || ce.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a *config.Error of %s at %s containing %q", err, p, tc.key, tc.want)
+			}
+		})
+	}
+	dir := t.TempDir()
+	writeConfig(t, dir, "[sandbox]\ndefault = \"docker,process\"\nagent_default = \"process\"\n[sandbox.providers.docker]\n")
+	if c, err := config.Load(env{}.opts(dir)); err != nil || c.Sandbox.Default != "docker,process" {
+		t.Fatalf("known providers: %+v, %v", c, err)
+	}
+}
