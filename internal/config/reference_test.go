@@ -1,8 +1,6 @@
 package config_test
 
 import (
-	"errors"
-	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/internal/config"
@@ -29,14 +27,8 @@ func TestConfigRunnerImplReferencePaths(t *testing.T) {
 	if err != nil || c.Runner.Impl != "local" {
 		t.Fatalf("AGENT_ENV_RUNNER: %+v, %v", c, err)
 	}
-	dir := t.TempDir()
-	p := writeConfig(t, dir, "[runner]\nimpl = \"agent_env.runner.remote_runner:RemoteRunner\"\n")
-	_, err = config.Load(env{}.opts(dir))
-	var ce *config.Error
-	if !errors.As(err, &ce) || ce.Key != "runner.impl" || !strings.Contains(err.Error(), p) ||
-		!strings.Contains(err.Error(), "known: local, agent_env.runner.local_runner:LocalRunner") {
-		t.Fatalf("unknown runner: %v", err)
-	}
+	loadErr(t, "[runner]\nimpl = \"agent_env.runner.remote_runner:RemoteRunner\"\n", "runner.impl",
+		`unknown runner "agent_env.runner.remote_runner:RemoteRunner" (known: local, agent_env.runner.local_runner:LocalRunner`)
 }
 
 // A sandbox provider the CLI does not have is refused when the config
@@ -49,15 +41,7 @@ func TestConfigUnknownSandboxProvider(t *testing.T) {
 		{"provider table", "[sandbox.providers.daytona]\napi_key = \"env:K\"\n", "sandbox.providers.daytona", `unknown sandbox provider "daytona" (known: local, docker, process) [file]`},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := writeConfig(t, dir, tc.body)
-			_, err := config.Load(env{}.opts(dir))
-			var ce *config.Error
-			if !errors.As(err, &ce) || ce.File != p || ce.Key != tc.key || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want a *config.Error of %s at %s containing %q", err, p, tc.key, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { loadErr(t, tc.body, tc.key, tc.want) })
 	}
 	dir := t.TempDir()
 	writeConfig(t, dir, "[sandbox]\ndefault = \"docker,process\"\nagent_default = \"process\"\n[sandbox.providers.docker]\n")
