@@ -41,6 +41,19 @@ func writeConfig(t *testing.T, dir, body string) string {
 	return p
 }
 
+// loadErr loads body as the config file and fails t unless Load returns a
+// *config.Error naming the file, at key (when not ""), containing want.
+func loadErr(t *testing.T, body, key, want string) {
+	t.Helper()
+	dir := t.TempDir()
+	p := writeConfig(t, dir, body)
+	_, err := config.Load(env{}.opts(dir))
+	var ce *config.Error
+	if !errors.As(err, &ce) || ce.File != p || (key != "" && ce.Key != key) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("err = %v, want a *config.Error of %s at %q containing %q", err, p, key, want)
+	}
+}
+
 func TestDefaultsWithoutFile(t *testing.T) {
 	c, err := config.Load(env{}.opts(t.TempDir()))
 	if err != nil {
@@ -220,15 +233,7 @@ func TestBadFiles(t *testing.T) {
 		{"empty chain", "[sandbox]\ndefault = \"local,\"\n", "empty provider name"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			p := writeConfig(t, dir, tc.body)
-			_, err := config.Load(env{}.opts(dir))
-			var ce *config.Error
-			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), p) {
-				t.Fatalf("err = %v, want a *config.Error naming %s and containing %q", err, p, tc.want)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { loadErr(t, tc.body, "", tc.want) })
 	}
 	// An unreadable file (a directory in the file's place).
 	dir := t.TempDir()

@@ -16,7 +16,12 @@
 // [sandbx]: did you mean [sandbox]?"), not errors, so a config written for a
 // newer version still loads. Type errors, TOML syntax errors, an unreadable
 // file, and the few keys the spec makes strict ([agents], reserved
-// [model.params]) are errors naming the file, line and key.
+// [model.params]) are errors naming the file, line and key; so are values
+// no built-in serves: an unknown store or runner impl, and an unknown
+// sandbox provider wherever the file names one (so a typo fails at load,
+// not at the first deploy). The Python reference's module path of its
+// local runner names ours. .agentenv/config.example.toml in the
+// repository documents every key; a test loads it warning-free.
 //
 // Strings may be references ("env:NAME", "secret:KEY", with "?default");
 // they are kept as written and resolved at first use (see

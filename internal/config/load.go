@@ -187,6 +187,7 @@ func Load(o *Options) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	c.Runner.Impl = DefaultRunnerImpl // every accepted name is the one local runner
 	c.checkStoreConfigKeys()
 	return c, nil
 }

@@ -25,7 +25,7 @@ api_key = "secret:LLM_KEY"
 default = "env:AGENT_MODEL?claude-sonnet"
 [model.params]
 headers = { "X-Key" = "secret:HDR" }
-[sandbox.providers.remote]
+[sandbox.providers.docker]
 endpoints = ["env:EP1", "plain"]
 `)
 	c, err := config.Load(env{}.opts(dir))
@@ -40,7 +40,7 @@ endpoints = ["env:EP1", "plain"]
 	}
 	if r.Model.APIKey != "sk-1" || r.Model.Default != "claude-sonnet" ||
 		r.Model.Params["headers"].(map[string]any)["X-Key"] != "h-1" ||
-		r.Sandbox.Providers["remote"]["endpoints"].([]any)[0] != "https://ep1" {
+		r.Sandbox.Providers["docker"]["endpoints"].([]any)[0] != "https://ep1" {
 		t.Fatalf("resolved = %+v", r.Model)
 	}
 	// The original keeps the references (what Show prints).

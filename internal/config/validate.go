@@ -51,6 +51,70 @@ func (c *Config) checkStoreConfigKeys() {
 	}
 }
 
+// runnerImpls are the accepted [runner] impl names: ours, and the module
+// paths users of the Python reference framework write for its local
+// runner, which is what ours reimplements.
+var runnerImpls = []string{DefaultRunnerImpl,
+	"agent_env.runner.local_runner:LocalRunner", "agent_env.runner.local_runner.LocalRunner",
+	"agent_env.runner:LocalRunner", "agent_env.runner.LocalRunner"}
+
+// sandboxProviders are the built-in sandbox provider names the CLI wires
+// (cmd/agent-env checks it against its backends): "local" and "docker"
+// (the local Docker engine for envs and agents; "local" is also the task
+// steps' work folders) and "process" (local processes; the work folders
+// for task steps). Plugins may add more later.
+var sandboxProviders = []string{"local", "docker", "process"}
+
+// SandboxProviders returns the built-in sandbox provider names.
+func SandboxProviders() []string { return append([]string(nil), sandboxProviders...) }
+
+// checkSandboxProviders refuses a provider name the CLI cannot serve,
+// wherever the config names one, so a typo fails at load rather than at
+// the first deploy.
+func (c *Config) checkSandboxProviders() error {
+	bad := func(key, name, what string) error {
+		msg := fmt.Sprintf("unknown sandbox provider %q%s (known: %s)", name, what, strings.Join(sandboxProviders, ", "))
+		if s := suggest(name, sandboxProviders); s != "" {
+			msg += "; did you mean " + s + "?"
+		}
+		src := c.Source(key)
+		if strings.HasPrefix(key, "sandbox.providers.") {
+			src = fileSourceName // a table only the file can name
+		}
+		return &Error{File: c.File, Key: key, Msg: msg + " [" + src + "]"}
+	}
+	for _, key := range []string{"sandbox.default", "sandbox.agent_default"} {
+		v := c.Sandbox.Default
+		if key == "sandbox.agent_default" {
+			v = c.Sandbox.AgentDefault
+		}
+		for _, part := range strings.Split(v, ",") {
+			part = strings.TrimSpace(part)
+			if part == "" {
+				return &Error{File: c.File, Key: key, Msg: fmt.Sprintf("empty provider name in %q", v)}
+			}
+			if !contains(sandboxProviders, part) {
+				in := ""
+				if part != strings.TrimSpace(v) {
+					in = fmt.Sprintf(" in %q", v)
+				}
+				return bad(key, part, in)
+			}
+		}
+	}
+	var names []string
+	for name := range c.Sandbox.Providers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if !contains(sandboxProviders, name) {
+			return bad("sandbox.providers."+name, name, "")
+		}
+	}
+	return nil
+}
+
 // StoreImpls returns the accepted implementation names of a store kind.
 func StoreImpls(kind string) []string { return append([]string(nil), storeImpls[kind]...) }
 
@@ -72,18 +136,15 @@ func (c *Config) Validate() error {
 	if sf := c.Stores.Secret.StoreConfigString("file_path"); strings.HasPrefix(sf, "secret:") {
 		return &Error{File: c.File, Key: "stores.secret.config.file_path", Msg: "[stores.secret] cannot use secret: references"}
 	}
-	if c.Runner.Impl != "local" {
-		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: local)", c.Runner.Impl)}
+	if !contains(runnerImpls, c.Runner.Impl) {
+		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: %s) [%s]",
+			c.Runner.Impl, strings.Join(runnerImpls, ", "), c.Source("runner.impl"))}
 	}
 	if c.Runner.Config.Workers < 1 {
 		return &Error{File: c.File, Key: "runner.config.workers", Msg: fmt.Sprintf("must be >= 1, got %d", c.Runner.Config.Workers)}
 	}
-	for name, v := range map[string]string{"sandbox.default": c.Sandbox.Default, "sandbox.agent_default": c.Sandbox.AgentDefault} {
-		for _, part := range strings.Split(v, ",") {
-			if strings.TrimSpace(part) == "" {
-				return &Error{File: c.File, Key: name, Msg: fmt.Sprintf("empty provider name in %q", v)}
-			}
-		}
+	if err := c.checkSandboxProviders(); err != nil {
+		return err
 	}
 	if c.Agents.DefaultA2AAgentID == "" {
 		return &Error{File: c.File, Key: "agents.default_a2a_agent_id", Msg: "must not be empty"}
