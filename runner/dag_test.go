@@ -25,41 +25,63 @@ var update = flag.Bool("update", false, "rewrite testdata goldens")
 
 // probe coordinates the probe steps of one run.
 type probe struct {
-	mu      sync.Mutex
-	runs    map[string]int
-	started map[string]chan struct{}
-	done    map[string]bool
+	mu        sync.Mutex
+	runs      map[string]int
+	started   map[string]chan struct{}
+	completed map[string]chan struct{}
+	done      map[string]bool
 }
 
 func newProbe() *probe {
-	return &probe{runs: map[string]int{}, started: map[string]chan struct{}{}, done: map[string]bool{}}
+	return &probe{runs: map[string]int{}, started: map[string]chan struct{}{},
+		completed: map[string]chan struct{}{}, done: map[string]bool{}}
 }
 
-func (p *probe) startedCh(id string) chan struct{} {
+func (p *probe) startedCh(id string) chan struct{} { return p.ch(p.started, id) }
+
+// completedCh is closed once the scheduler has recorded step id's end
+// (RunOptions.OnStepComplete), not merely once its Run returned.
+func (p *probe) completedCh(id string) chan struct{} { return p.ch(p.completed, id) }
+
+func (p *probe) ch(m map[string]chan struct{}, id string) chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	ch, ok := p.started[id]
+	ch, ok := m[id]
 	if !ok {
 		ch = make(chan struct{})
-		p.started[id] = ch
+		m[id] = ch
 	}
 	return ch
 }
 
+// stepCompleted is the RunOptions.OnStepComplete of a golden run; a
+// retried step completes more than once, and only the first closes.
+func (p *probe) stepCompleted(_, _ int, d *runner.StepDef, _ float64, _ error) {
+	ch := p.completedCh(d.ID)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
 // probeStep is a test step type: it can fail, write metadata, wait until
 // other steps have started (which only completes if they run
-// concurrently), require other steps to be done, and block until
-// cancelled.
+// concurrently) or until the scheduler has recorded their end, require
+// other steps to be done, and block until cancelled.
 type probeStep struct {
 	Fail        bool           `json:"fail"`
 	FailTimes   int            `json:"fail_times"`
 	Set         map[string]any `json:"set"`
 	WaitStarted []string       `json:"wait_started"`
-	RequireDone []string       `json:"require_done"`
-	Block       bool           `json:"block"`
-	Note        string         `json:"note"`
-	p           *probe
-	id          string
+	// WaitCompleted orders this step's end after the scheduler has handled
+	// the named steps' ends, so a golden need not race the scheduler.
+	WaitCompleted []string `json:"wait_completed"`
+	RequireDone   []string `json:"require_done"`
+	Block         bool     `json:"block"`
+	Note          string   `json:"note"`
+	p             *probe
+	id            string
 }
 
 func (s *probeStep) Validate() error {
@@ -91,6 +113,15 @@ func (s *probeStep) Run(ctx context.Context, rc *runner.RunContext) error {
 			return ctx.Err()
 		case <-time.After(20 * time.Second):
 			return fmt.Errorf("%s never started alongside %s", other, id)
+		}
+	}
+	for _, other := range s.WaitCompleted {
+		select {
+		case <-p.completedCh(other):
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Second):
+			return fmt.Errorf("%s never completed while %s ran", other, id)
 		}
 	}
 	for _, other := range s.RequireDone {
@@ -210,7 +241,7 @@ func runGolden(t *testing.T, sec map[string]string) string {
 			t.Fatal(err)
 		}
 	}
-	opts := &runner.RunOptions{}
+	opts := &runner.RunOptions{OnStepComplete: p.stepCompleted}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, line := range strings.Split(sec["options"], "\n") {
