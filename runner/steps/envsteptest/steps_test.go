@@ -249,8 +249,8 @@ func TestCollectArtifacts(t *testing.T) {
 	if _, _, err := f.RunTask(t, "@local/pkg/b/t", steps, nil); err == nil || !strings.Contains(err.Error(), "refused in bundle runs") {
 		t.Errorf("bundle run: %v", err)
 	}
-	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a"}]`)); err == nil {
-		t.Errorf("collecting from an agent should be refused")
+	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a","sandbox_name":"box"}]`)); err == nil {
+		t.Errorf("two sources should be refused")
 	}
 }
 
