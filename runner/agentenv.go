@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 
+	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
@@ -137,6 +138,9 @@ type InstanceSandbox struct {
 	InstanceID string
 	// TerminateFunc tears the instance down; it must be idempotent.
 	TerminateFunc func(ctx context.Context) error
+	// CopyOutFunc copies files out of the instance's work folder (see
+	// envdeploy.Deployer.CopyOut); nil means it has none.
+	CopyOutFunc func(ctx context.Context, root string, o *sandbox.CopyOutOptions, fn func(sandbox.File) error) error
 }
 
 var _ sandbox.Sandbox = (*InstanceSandbox)(nil)
@@ -175,9 +179,20 @@ func (s *InstanceSandbox) Stat(context.Context, string) (fs.FileInfo, error) {
 	return nil, s.unsupported("stat")
 }
 
-// CopyOut is not supported.
-func (s *InstanceSandbox) CopyOut(context.Context, string, *sandbox.CopyOutOptions, func(sandbox.File) error) error {
-	return s.unsupported("copy out")
+// CopyOut copies out of the instance's work folder through CopyOutFunc.
+func (s *InstanceSandbox) CopyOut(ctx context.Context, root string, o *sandbox.CopyOutOptions, fn func(sandbox.File) error) error {
+	if s.CopyOutFunc == nil {
+		return s.unsupported("copy out")
+	}
+	return s.CopyOutFunc(ctx, root, o, fn)
+}
+
+// InstanceCopyOut is the CopyOutFunc of an instance held in group groupID
+// of backend typ.
+func InstanceCopyOut(d *envdeploy.Deployer, typ, groupID string) func(context.Context, string, *sandbox.CopyOutOptions, func(sandbox.File) error) error {
+	return func(ctx context.Context, root string, o *sandbox.CopyOutOptions, fn func(sandbox.File) error) error {
+		return d.CopyOut(ctx, typ, groupID, root, o, fn)
+	}
 }
 
 // Terminate tears the instance down.
@@ -220,7 +235,8 @@ func (rc *RunContext) ReattachInstances() int {
 			if kind == "agent" {
 				term = func(ctx context.Context) error { return d.TeardownAgent(ctx, inst) }
 			}
-			rc.HoldSandbox(&InstanceSandbox{SandboxID: sid, SandboxType: typ, Kind: kind, InstanceID: inst, TerminateFunc: term})
+			rc.HoldSandbox(&InstanceSandbox{SandboxID: sid, SandboxType: typ, Kind: kind, InstanceID: inst, TerminateFunc: term,
+				CopyOutFunc: InstanceCopyOut(d, typ, sid)})
 			n++
 		}
 	}

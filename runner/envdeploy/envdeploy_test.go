@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
@@ -191,5 +192,33 @@ func TestFallbackChain(t *testing.T) {
 	}
 	if left := proc.Groups(); len(left) != 0 {
 		t.Errorf("left %v", left)
+	}
+}
+
+// A dynamically linked gateway binary is refused before any image or
+// record is made, with an error naming the file and the static build.
+func TestPutGatewayRefusesDynamicBinary(t *testing.T) {
+	src := "/bin/true" // dynamically linked against libc on Debian
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Skipf("no %s: %v", src, err)
+	}
+	bin := filepath.Join(t.TempDir(), "agentenv-gateway")
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st := envdeploytest.NewStores(t)
+	p := &envdeploy.Putter{Stores: st}
+	_, err = p.PutGateway(context.Background(), "default", envdeploy.ImageInput{Binary: bin})
+	if !errors.Is(err, imagebuild.ErrNotStatic) {
+		t.Fatalf("dynamic gateway binary: %v", err)
+	}
+	for _, want := range []string{bin, "dynamically linked", "CGO_ENABLED=0 go build -o " + bin + " ./cmd/agentenv-gateway"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if _, err := st.Docs.Versions(context.Background(), registry.Envs, "default"); !errors.Is(err, registry.ErrNotFound) {
+		t.Errorf("gateway env recorded after the refusal: %v", err)
 	}
 }

@@ -28,10 +28,26 @@ func GatewaySource(ctx context.Context) (ImageInput, error) {
 		return ImageInput{Binary: p}, nil
 	}
 	if root, ok := moduleRoot(); ok {
-		return ImageInput{GoPackage: "./cmd/agentenv-gateway", GoDir: root}, nil
+		return ImageInput{GoPackage: gatewayPackage, GoDir: root}, nil
 	}
 	return ImageInput{}, errors.New("no agentenv-gateway binary found (next to agent-env or on PATH) and not inside the agentenv source: " +
-		"install agentenv-gateway (CGO_ENABLED=0 go build ./cmd/agentenv-gateway) or run agent-env env gateway put --binary PATH")
+		"install agentenv-gateway (CGO_ENABLED=0 go build " + gatewayPackage + ") or run agent-env env gateway put --binary PATH")
+}
+
+// gatewayPackage is the gateway's command in this module.
+const gatewayPackage = "./cmd/agentenv-gateway"
+
+// sourcePackage is the Go package a prebuilt in.Binary comes from, for the
+// rebuild hint of a binary that is not static: the one named, else the
+// gateway's for a binary named like it, else "" (a placeholder).
+func sourcePackage(in ImageInput) string {
+	if in.GoPackage != "" {
+		return in.GoPackage
+	}
+	if filepath.Base(in.Binary) == "agentenv-gateway" {
+		return gatewayPackage
+	}
+	return ""
 }
 
 // moduleRoot walks up from the current directory to the go.mod of

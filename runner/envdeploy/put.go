@@ -141,6 +141,13 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 	switch {
 	case in.GoPackage != "" || in.Binary != "":
 		bin := in.Binary
+		if bin != "" {
+			// A prebuilt binary may have been built with cgo: refuse it here
+			// rather than ship an image whose entrypoint cannot start.
+			if err := imagebuild.CheckStatic(bin, sourcePackage(in)); err != nil {
+				return nil, err
+			}
+		}
 		if bin == "" {
 			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir}); err != nil {
 				return nil, err
@@ -323,7 +330,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 		return nil, err
 	}
 	if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
-		in.GoPackage = "./cmd/agentenv-gateway"
+		in.GoPackage = gatewayPackage
 	}
 	if err := in.validate(); err != nil {
 		return nil, err

@@ -25,15 +25,26 @@ func (s *Sandbox) CopyOut(ctx context.Context, root string, o *sandbox.CopyOutOp
 	if err := s.alive(); err != nil {
 		return err
 	}
-	hp, err := s.resolve(root)
+	return CopyOutDir(ctx, s.st.Dir, root, o, fn)
+}
+
+// CopyOutDir is CopyOut over the host folder dir taken as a sandbox's
+// work folder (/app is dir, like a local sandbox's): for workloads of
+// other providers that share a folder on the host, such as the process
+// backend's env and agent groups.
+func CopyOutDir(ctx context.Context, dir, root string, o *sandbox.CopyOutOptions, fn func(sandbox.File) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	hp, err := resolveIn(dir, root)
 	if err != nil {
 		return err
 	}
-	rel, err := filepath.Rel(s.st.Dir, hp)
+	rel, err := filepath.Rel(dir, hp)
 	if err != nil {
 		return fmt.Errorf("local: copy out %s: %w", root, err)
 	}
-	wf, err := os.OpenRoot(s.st.Dir)
+	wf, err := os.OpenRoot(dir)
 	if err != nil {
 		return fmt.Errorf("local: copy out %s: %w", root, err)
 	}

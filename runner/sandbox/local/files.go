@@ -16,7 +16,10 @@ import (
 // resolve maps a sandbox path to a host path inside the work folder: /app
 // (and relative paths) map to the folder itself; any other absolute path P
 // maps to <folder>/P, so nothing outside the folder is ever touched.
-func (s *Sandbox) resolve(p string) (string, error) {
+func (s *Sandbox) resolve(p string) (string, error) { return resolveIn(s.st.Dir, p) }
+
+// resolveIn maps sandbox path p into the work folder dir.
+func resolveIn(dir, p string) (string, error) {
 	if p == "" {
 		return "", fmt.Errorf("local: empty path")
 	}
@@ -30,7 +33,7 @@ func (s *Sandbox) resolve(p string) (string, error) {
 	if p == "/app" || strings.HasPrefix(p, "/app/") {
 		p = strings.TrimPrefix(p, "/app")
 	}
-	return filepath.Join(s.st.Dir, filepath.FromSlash(p)), nil
+	return filepath.Join(dir, filepath.FromSlash(p)), nil
 }
 
 // HostPath is where a sandbox path lives on the host.

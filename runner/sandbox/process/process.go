@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/sandbox"
+	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
 
 // TypeName is the provider's sandbox name.
@@ -418,4 +420,12 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+var _ envdeploy.FileGroup = (*Group)(nil)
+
+// CopyOut implements envdeploy.FileGroup: the workloads run in the group
+// folder, which stands for /app as a local sandbox's work folder does.
+func (g *Group) CopyOut(ctx context.Context, root string, o *sandbox.CopyOutOptions, fn func(sandbox.File) error) error {
+	return local.CopyOutDir(ctx, g.dir, root, o, fn)
 }

@@ -2,21 +2,24 @@
 // run produced into a new file_artifact_universe (runner.md §7) and record
 // it in metadata.collected_artifacts[<step_id>] = {id, version, files}.
 //
-// This build collects from a deployed sandbox (sandbox_name): the files
-// named by artifact_paths, relative to base_path, or every file under
-// base_path, copied out with Sandbox.CopyOut. The agent wrote those files,
-// so a symlink among them is followed only to a file or folder under
-// base_path (a file is collected under the link's path with its target's
-// content); a link that leads out of base_path, dangles or loops fails the
-// step with an error naming the link and its target, and nothing is
-// stored. Collecting from agents and envs (their workloads have no file
-// access here) and from manifest steps is a later phase. The step is
-// refused in bundle runs, whose outputs must keep @local ids (§9).
+// The files come from a deployed sandbox (sandbox_name), or from the
+// sandbox an agent (agent_name) or env (env_id) of the run was deployed
+// in: the files named by artifact_paths, relative to base_path, or every
+// file under base_path, copied out with Sandbox.CopyOut. The agent wrote
+// those files, so a symlink among them is followed only to a file or
+// folder under base_path (a file is collected under the link's path with
+// its target's content); a link that leads out of base_path, dangles or
+// loops fails the step with an error naming the link and its target, and
+// nothing is stored. A provider whose sandboxes cannot copy files out
+// fails the step with an error naming the provider. Collecting from
+// manifest steps and containers is a later phase. The step is refused in
+// bundle runs, whose outputs must keep @local ids.
 package collectartifacts
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -56,15 +59,21 @@ var (
 
 // Validate implements runner.Validator.
 func (c *Config) Validate() error {
+	n := 0
+	for _, s := range []string{c.SandboxName, c.AgentName, c.EnvID} {
+		if s != "" {
+			n++
+		}
+	}
 	switch {
-	case c.AgentName != "" || c.EnvID != "":
-		return runner.Invalid("sandbox_name", "collecting from agents and envs is a later phase; collect from a deployed sandbox (sandbox_name)")
 	case c.ManifestStepID != "":
 		return runner.Invalid("manifest_step_id", "is a later phase")
 	case c.ContainerName != "":
 		return runner.Invalid("container_name", "is a later phase")
-	case c.SandboxName == "":
-		return runner.Required("sandbox_name")
+	case n == 0:
+		return runner.Invalid("sandbox_name", "one of sandbox_name, agent_name or env_id is required")
+	case n > 1:
+		return runner.Invalid("sandbox_name", "give only one of sandbox_name, agent_name or env_id")
 	}
 	for _, p := range c.ArtifactPaths {
 		if p == "" || strings.Contains(p, "..") || strings.HasPrefix(p, "/") {
@@ -80,9 +89,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if strings.HasPrefix(fmt.Sprint(task), "@local/") {
 		return fmt.Errorf("collect_artifacts is refused in bundle runs: it would create artifacts outside the bundle's @local ids")
 	}
-	_, sb, err := rc.Sandbox(ctx, c.SandboxName)
+	sb, from, err := c.source(ctx, rc)
 	if err != nil {
-		return fmt.Errorf("sandbox_name: %w", err)
+		return err
 	}
 	base := c.BasePath
 	if base == "" {
@@ -106,8 +115,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	var got []sandbox.File
 	err = sb.CopyOut(ctx, base, &sandbox.CopyOutOptions{Paths: c.ArtifactPaths, Skip: func(p string) bool { return excluded(p, c.ExcludeBasenames) }},
 		func(f sandbox.File) error { got = append(got, f); return nil })
+	if errors.Is(err, sandbox.ErrNotSupported) {
+		return fmt.Errorf("collect_artifacts: the %s sandbox provider cannot copy files out of %s: %w", sb.Type(), from, err)
+	}
 	if err != nil {
-		return fmt.Errorf("collect from sandbox %s: %w", c.SandboxName, err)
+		return fmt.Errorf("collect from %s: %w", from, err)
 	}
 	members := map[string]registry.Ref{}
 	var files []string
@@ -120,7 +132,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		files = append(files, f.Path)
 	}
 	if len(members) == 0 {
-		return fmt.Errorf("collect_artifacts: no files under %s in sandbox %s", base, c.SandboxName)
+		return fmt.Errorf("collect_artifacts: no files under %s in %s", base, from)
 	}
 	u, err := arts.PutUniverse(ctx, id, members, &artifact.UniverseOptions{Description: "collected by step " + rc.StepID()})
 	if err != nil {
@@ -128,6 +140,31 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	rc.SetMetadataEntry("collected_artifacts", rc.StepID(), map[string]any{"id": u.ID, "version": u.Version, "files": files})
 	return nil
+}
+
+// source is the sandbox the files are copied out of, and how messages
+// name it: the named sandbox, or the one an agent or env was deployed in.
+func (c *Config) source(ctx context.Context, rc *runner.RunContext) (sandbox.Sandbox, string, error) {
+	if c.SandboxName != "" {
+		_, sb, err := rc.Sandbox(ctx, c.SandboxName)
+		if err != nil {
+			return nil, "", fmt.Errorf("sandbox_name: %w", err)
+		}
+		return sb, "sandbox " + c.SandboxName, nil
+	}
+	field, key, nameField, name, from := "agent_name", runner.KeyDeployedAgents, "agent_name", c.AgentName, fmt.Sprintf("agent %q", c.AgentName)
+	if c.EnvID != "" {
+		field, key, nameField, name, from = "env_id", runner.KeyDeployedEnvs, "env_id", c.EnvID, fmt.Sprintf("env %q", c.EnvID)
+	}
+	id, err := rc.EntrySandboxID(key, nameField, name)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s: %w", field, err)
+	}
+	sb, err := rc.SandboxByID(ctx, id)
+	if err != nil {
+		return nil, "", fmt.Errorf("%s %q: %w", field, name, err)
+	}
+	return sb, from, nil
 }
 
 func excluded(p string, names []string) bool {

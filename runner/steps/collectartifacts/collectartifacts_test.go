@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -294,5 +295,48 @@ func TestCollectDockerLinks(t *testing.T) {
 				t.Errorf("collected %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// agent_name and env_id collect from the sandbox the agent or env was
+// deployed in; a provider that cannot copy files out fails the step naming
+// the provider and the env, and nothing is stored.
+func TestCollectFromAgentAndEnv(t *testing.T) {
+	f := newFixture(t, map[string]runner.SandboxProvider{"local": local.New(t.TempDir(), nil)})
+	rc, sb := f.deploy(t, `{"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"}`)
+	dir := filepath.Join(sb.(*local.Sandbox).Dir(), "artifact")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.txt"), []byte("done"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An agent placed on the sandbox, and an env whose instance has no file
+	// access (a Docker group held as an instance stand-in).
+	if err := rc.AddAgentEntry(map[string]any{"agent_name": "worker", "sandbox_id": sb.ID(), "sandbox_type": "local"}); err != nil {
+		t.Fatal(err)
+	}
+	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: "docker-env1", SandboxType: "docker", Kind: "env", InstanceID: "inst-1"})
+	if err := rc.AddEnvEntry(map[string]any{"env_id": "email", "sandbox_id": "docker-env1", "sandbox_type": "docker", "instance_id": "inst-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.run(t, rc, `[{"id":"a","type":"collect_artifacts","agent_name":"worker"}]`); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.collected(t, rc, "a"); !equal(got, map[string]string{"report.txt": "done"}) {
+		t.Errorf("from agent: %v", got)
+	}
+	err := f.run(t, rc, `[{"id":"e","type":"collect_artifacts","env_id":"email"}]`)
+	if !errors.Is(err, sandbox.ErrNotSupported) || !strings.Contains(err.Error(), "the docker sandbox provider cannot copy files out of env \"email\"") {
+		t.Errorf("from a docker env: %v", err)
+	}
+	if got := f.collected(t, rc, "e"); got != nil {
+		t.Errorf("collected %v", got)
+	}
+	if err := f.run(t, rc, `[{"id":"n","type":"collect_artifacts","agent_name":"nobody"}]`); err == nil || !strings.Contains(err.Error(), "agent_name") {
+		t.Errorf("unknown agent: %v", err)
+	}
+	if _, err := f.r.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"worker","env_id":"email"}]`)); err == nil {
+		t.Error("two sources accepted")
 	}
 }

@@ -216,7 +216,8 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 			return fmt.Errorf("deploy agent %q (%s): %w", name, agentID, err)
 		}
 		rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: ai.SandboxID, SandboxType: ai.SandboxType, Kind: "agent",
-			InstanceID: ai.InstanceID, TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
+			InstanceID: ai.InstanceID, CopyOutFunc: runner.InstanceCopyOut(d, ai.SandboxType, ai.SandboxID),
+			TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
 	}
 	fail := func(err error) error {
 		if !isHosted {

@@ -125,7 +125,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	envID := c.EnvID
 	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: inst.SandboxID, SandboxType: inst.SandboxType, Kind: "env",
-		InstanceID: inst.InstanceID, TerminateFunc: func(ctx context.Context) error {
+		InstanceID: inst.InstanceID, CopyOutFunc: runner.InstanceCopyOut(d, inst.SandboxType, inst.SandboxID), TerminateFunc: func(ctx context.Context) error {
 			// Agents bound to the env first: on Docker they joined its
 			// network, which cannot be removed while they are attached.
 			for _, a := range agentsOf(rc, envID) {

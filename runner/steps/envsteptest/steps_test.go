@@ -3,13 +3,17 @@ package envsteptest_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/sandbox/process"
 
 	"github.com/agentenv/agentenv/internal/fakemodel"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
@@ -249,8 +253,8 @@ func TestCollectArtifacts(t *testing.T) {
 	if _, _, err := f.RunTask(t, "@local/pkg/b/t", steps, nil); err == nil || !strings.Contains(err.Error(), "refused in bundle runs") {
 		t.Errorf("bundle run: %v", err)
 	}
-	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a"}]`)); err == nil {
-		t.Errorf("collecting from an agent should be refused")
+	if _, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","agent_name":"a","sandbox_name":"box"}]`)); err == nil {
+		t.Errorf("two sources should be refused")
 	}
 }
 
@@ -334,5 +338,56 @@ func TestReattachInstances(t *testing.T) {
 	inst, err := f.Services.Deployer.GetInstance(context.Background(), e["instance_id"].(string))
 	if err != nil || inst.Status != "torn_down" {
 		t.Errorf("instance record %+v %v", inst, err)
+	}
+}
+
+// TestCollectFromProcessEnv collects what a deployed env wrote into its
+// work folder on the process sandbox, by env_id.
+func TestCollectFromProcessEnv(t *testing.T) {
+	f := envsteptest.New(t)
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := rc.EnvEntry("email", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, _ := e["sandbox_id"].(string)
+	pb, ok := f.Services.Deployer.Backends["process"].(*process.Provider)
+	if !ok {
+		t.Fatalf("backends %v", f.Services.Deployer.Backends)
+	}
+	dir := filepath.Join(pb.GroupDir(sid), "artifact")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mailbox.json"), []byte(`{"sent":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	task, err := f.Runner.ParseTask("t", 1, []byte(`[{"id":"c","type":"collect_artifacts","env_id":"email"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Runner.Run(context.Background(), task, rc, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := rc.Metadata("collected_artifacts")
+	c, _ := got.(map[string]any)["c"].(map[string]any)
+	if asJSON(c["files"]) != `["mailbox.json"]` {
+		t.Fatalf("collected %v", got)
+	}
+	id, _ := c["id"].(string)
+	u, err := f.Services.Artifacts.GetUniverse(context.Background(), registry.Ref{ID: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rd, _, err := f.Services.Artifacts.OpenFile(context.Background(), u.FileArtifactRefs["mailbox.json"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	if b, _ := io.ReadAll(rd); string(b) != `{"sent":1}` {
+		t.Errorf("content %q", b)
 	}
 }
