@@ -113,7 +113,10 @@ func RandomSuffix(n int) string {
 // NewInstanceID returns "<owner>-<8 chars [a-z0-9]>", the id format of
 // env_instances, a2a_agent_instances and task_instances
 // (e.g. "@local/agentenv-framework/hello/hello-5aii6zzz").
-func NewInstanceID(owner string) string { return owner + "-" + RandomSuffix(8) }
+func NewInstanceID(owner string) string { return owner + "-" + RandomSuffix(InstanceSuffixLen) }
+
+// InstanceSuffixLen is the length of NewInstanceID's random tail.
+const InstanceSuffixLen = 8
 
 // Time formats used in stored documents.
 const (

@@ -57,7 +57,7 @@ func dockerOrSkip(t *testing.T) *docker.Provider {
 	return p
 }
 
-var instanceIDRe = regexp.MustCompile(`Instance ID: ([0-9a-f]{32})`)
+var instanceIDRe = regexp.MustCompile(`Instance ID: (\S+-[a-z0-9]{8})`)
 
 func TestEnvCLIProcess(t *testing.T) {
 	bins := envdeploytest.Build(t)

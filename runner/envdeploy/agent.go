@@ -99,9 +99,9 @@ func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (ins
 		mcpURLs[ei.InstanceID] = ei.InternalMCPURL
 	}
 	now := d.now()
-	id := newInstanceID()
+	id := registry.NewInstanceID(a.ID)
 	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: d.labels(id, expires)})
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
 	if err != nil {
 		return nil, err
 	}

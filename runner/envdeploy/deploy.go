@@ -235,7 +235,12 @@ func (e *ChainError) Error() string {
 // Unwrap exposes each provider's error.
 func (e *ChainError) Unwrap() []error { return e.Errs }
 
-func newInstanceID() string { return randomHex(16) }
+// groupID names the sandbox group of an instance after the instance id's
+// random tail: the id starts with the env or agent id, which may hold
+// characters ("@", "/") that docker names and folder names refuse.
+func groupID(sandboxType, instanceID string) string {
+	return sandboxType + "-" + instanceID[len(instanceID)-registry.InstanceSuffixLen:]
+}
 
 // randomHex is n random bytes in hex.
 func randomHex(n int) string {
@@ -321,9 +326,9 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB)...", int(ttl.Seconds()), mode)
 
 	now := d.now()
-	id := newInstanceID()
+	id := registry.NewInstanceID(e.ID)
 	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: b.Type() + "-" + id[:8], Labels: d.labels(id, expires)})
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
 	if err != nil {
 		return nil, err
 	}

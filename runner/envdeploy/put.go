@@ -302,7 +302,7 @@ func (p *Putter) PutMCPServer(ctx context.Context, in MCPServerInput) (*Env, err
 	p.printf("Created artifact: id=%s version=%d", res.image.ID, res.image.Version)
 	p.printf("Creating MCPServerEnv...")
 	e := Env{ID: in.ID, Type: TypeMCPServer, EnvironmentName: name, ServiceName: name, EnvProviderType: in.EnvProviderType,
-		DockerImageArtifactRef: refOf(res.image.Header), ImageName: res.image.ImageName, Metadata: in.Metadata,
+		DockerImageArtifactRef: refOf(res.image.Header), ImageName: res.image.ImageName, Metadata: metadataOf(in.Metadata),
 		Description: in.Description, Source: buildSource(in.Image)}
 	if res.binary != nil {
 		e.BinaryArtifactRef = refOf(res.binary.Header)
@@ -445,7 +445,7 @@ func (p *Putter) PutAgent(ctx context.Context, in AgentInput) (*Agent, error) {
 	p.printf("Created artifact: id=%s version=%d", res.image.ID, res.image.Version)
 	p.printf("Registering A2A agent...")
 	a := Agent{ID: in.ID, Type: TypeA2AAgent, DockerImageArtifactRef: refOf(res.image.Header), ImageName: res.image.ImageName,
-		EnvVars: in.EnvVars, DefaultModel: in.DefaultModel, Metadata: in.Metadata, Source: buildSource(in.Image)}
+		EnvVars: in.EnvVars, DefaultModel: in.DefaultModel, Metadata: metadataOf(in.Metadata), Source: buildSource(in.Image)}
 	if res.binary != nil {
 		a.BinaryArtifactRef = refOf(res.binary.Header)
 	}

@@ -50,10 +50,12 @@ type Env struct {
 	BinaryArtifactRef *registry.Ref `json:"binary_artifact_ref,omitempty"`
 	ImageName         string        `json:"image_name,omitempty"`
 	// MCPServerRefs pins the members of a multi env.
-	MCPServerRefs []registry.Ref    `json:"mcp_server_refs,omitempty"`
-	Name          string            `json:"name,omitempty"` // multi: fixed gateway name
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	Source        *BuildSource      `json:"source,omitempty"`
+	MCPServerRefs []registry.Ref `json:"mcp_server_refs,omitempty"`
+	Name          string         `json:"name,omitempty"` // multi: fixed gateway name
+	// Metadata holds any JSON: the Python framework stores numbers and
+	// lists there (min_disk_size_gb: 20).
+	Metadata map[string]any `json:"metadata,omitempty"`
+	Source   *BuildSource   `json:"source,omitempty"`
 }
 
 // BuildSource records where an image came from.
@@ -75,7 +77,7 @@ type Agent struct {
 	ImageName              string            `json:"image_name,omitempty"`
 	EnvVars                map[string]string `json:"env_vars,omitempty"`
 	DefaultModel           string            `json:"default_model,omitempty"`
-	Metadata               map[string]string `json:"metadata,omitempty"`
+	Metadata               map[string]any    `json:"metadata,omitempty"` // any JSON, as Env.Metadata
 	Source                 *BuildSource      `json:"source,omitempty"`
 }
 
@@ -139,6 +141,18 @@ func (s Stores) GetAgent(ctx context.Context, ref registry.Ref) (*Agent, error) 
 		return nil, fmt.Errorf("a2a agent %s: %w", ref, err)
 	}
 	return &a, nil
+}
+
+// metadataOf is the metadata of a document put from string flags.
+func metadataOf(m map[string]string) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 func putDoc(ctx context.Context, docs registry.DocumentStore, c registry.Collection, id string, v any) (registry.Document, error) {

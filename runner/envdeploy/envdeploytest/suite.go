@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,11 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		_, err = put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "beta", EnvironmentName: "beta", Image: envdeploy.ImageInput{Binary: bins.Echo}})
 		must(err)
 	}
-	_, err = put.PutMulti(ctx, envdeploy.MultiInput{ID: "pair", MCPServers: []string{"alpha", "beta:1"}})
+	// A namespaced env id, as the Python framework writes it: instance
+	// ids start with it, and "@" and "/" must not reach sandbox names.
+	// (Agent ids must be usable as image names, so that one stays plain.)
+	const pairID, agentID = "@local/suite/pair", "scripted"
+	_, err = put.PutMulti(ctx, envdeploy.MultiInput{ID: pairID, MCPServers: []string{"alpha", "beta:1"}})
 	must(err)
 
 	storeID := "suite" + randomHex(6)
@@ -164,7 +169,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	})
 
 	t.Run("DeployCallTeardown", func(t *testing.T) {
-		inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "pair"}, TTL: 600 * time.Second})
+		inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: pairID}, TTL: 600 * time.Second})
 		must(err)
 		tornDown := false
 		t.Cleanup(func() {
@@ -176,6 +181,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 			inst.MCPURL != inst.GatewayURL+"/mcp" || len(inst.MCPServers) != 2 {
 			t.Fatalf("instance %+v", inst)
 		}
+		checkInstanceID(t, "env", inst.InstanceID, pairID)
 		rec, err := d.GetInstance(ctx, inst.InstanceID)
 		if err != nil || rec.MCPURL != inst.MCPURL {
 			t.Fatalf("GetInstance: %+v %v", rec, err)
@@ -248,12 +254,13 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 
 		// The agent reaches the env by the URL its record names (the
 		// gateway's network alias on Docker).
-		_, err = put.PutAgent(ctx, envdeploy.AgentInput{ID: "scripted", Image: envdeploy.ImageInput{Binary: bins.Agent}})
+		_, err = put.PutAgent(ctx, envdeploy.AgentInput{ID: agentID, Image: envdeploy.ImageInput{Binary: bins.Agent}})
 		must(err)
-		ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: "scripted"},
+		ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID},
 			EnvInstances: []string{inst.InstanceID}, EnvVars: map[string]string{"SCRIPTED_AGENT_SCRIPT": Script}})
 		must(err)
 		t.Cleanup(func() { _ = d.TeardownAgent(context.Background(), ai.InstanceID) })
+		checkInstanceID(t, "agent", ai.InstanceID, agentID)
 		envURL := ai.EnvMCPURLs[inst.InstanceID]
 		if envURL == "" || envURL != inst.InternalMCPURL {
 			t.Fatalf("agent env URLs %v, env internal %q", ai.EnvMCPURLs, inst.InternalMCPURL)
@@ -339,6 +346,15 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		}
 		leftovers("after prune")
 	})
+}
+
+// checkInstanceID fails t unless id is owner's id, "-" and 8 characters
+// of [a-z0-9], the form task instance ids already have.
+func checkInstanceID(t *testing.T, kind, id, owner string) {
+	t.Helper()
+	if !regexp.MustCompile(`^` + regexp.QuoteMeta(owner) + `-[a-z0-9]{8}$`).MatchString(id) {
+		t.Errorf("%s instance id %q, want %s-<8 of [a-z0-9]>", kind, id, owner)
+	}
 }
 
 func randomHex(n int) string {

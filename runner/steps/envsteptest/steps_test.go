@@ -224,6 +224,29 @@ func TestOutcomeProgramAndClockErrors(t *testing.T) {
 	}
 }
 
+// TestSnapshotDefaultID names a snapshot after the env and the random
+// tail of its instance id, so two instances of one env never share one.
+func TestSnapshotDefaultID(t *testing.T) {
+	f := envsteptest.New(t)
+	f.PutInbox(t, "inbox", inbox)
+	rc, _, err := f.Run(t, `[
+	 {"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"load","type":"load_artifact","env_id":"email","artifact_id":"inbox"},
+	 {"id":"snap","type":"snapshot_env","env_id":"email"}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := rc.EnvEntry("email", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := e["instance_id"].(string)
+	want := `"snap":{"id":"snapshot-email-` + inst[len(inst)-registry.InstanceSuffixLen:] + `","version":1}`
+	if snap, _ := rc.Metadata("env_snapshotted_universes"); !strings.Contains(asJSON(snap), want) {
+		t.Errorf("env_snapshotted_universes %s, want %s (instance %s)", asJSON(snap), want, inst)
+	}
+}
+
 // TestCollectArtifacts gathers a sandbox's files into a universe; bundle
 // runs are refused.
 func TestCollectArtifacts(t *testing.T) {

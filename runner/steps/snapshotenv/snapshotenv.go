@@ -101,10 +101,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		return fmt.Errorf("snapshot_id is required in bundle runs (task %v)", task)
 	}
 	if id == "" {
+		// The instance id's random tail; its head is the env id.
 		inst, _ := env.Entry["instance_id"].(string)
-		if len(inst) > 8 {
-			inst = inst[:8]
-		}
+		inst = inst[max(0, len(inst)-registry.InstanceSuffixLen):]
 		id = "snapshot-" + strings.ReplaceAll(envID, "/", "-") + "-" + inst
 	}
 	timeout := 600 * time.Second
