@@ -295,6 +295,15 @@ func (tg *testGateway) mcpClient(t testing.TB, roleName string) *mcpClient {
 		ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "test", Version: "0"}}}); err != nil {
 		t.Fatalf("initialize: %v", err)
 	}
+	// The client opens its listening GET stream on its own schedule (a GET
+	// before the session exists is refused, and mcp-go retries after a
+	// second). A notification sent before the stream is open is lost, so
+	// tests that wait for one must not start before it is.
+	id := mc.c.GetTransport().GetSessionId()
+	waitFor(t, "the client's listening stream", func() bool {
+		s := tg.mcp.sessions.get(id)
+		return s != nil && s.activity.busy.Load() > 0
+	})
 	return mc
 }
 
