@@ -9,7 +9,6 @@ import (
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundle"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 func newBundleCmd(d *deps) *cobra.Command {
@@ -64,7 +63,7 @@ func bundleInit(cmd *cobra.Command, d *deps, dir string, req bundleInitRequest) 
 		return err
 	}
 	defer st.Close()
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	t, err := r.LoadTask(ctx, st.docsFor(ref.ID), ref)
 	if err != nil {
 		return err

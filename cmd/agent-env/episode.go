@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 // episodeServeRequest is the flags of `agent-env episode serve`.
@@ -63,7 +62,7 @@ func serveEpisodes(ctx context.Context, d *deps, req episodeServeRequest) error 
 		return err
 	}
 	defer st.Close()
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	initial := map[string]any{"metadata": map[string]any{}}
 	if s := strings.TrimSpace(req.sandbox); s != "" {
 		initial["metadata"] = map[string]any{"user_overrides": map[string]any{"env_sandbox": s, "agent_sandbox": s, "sandbox": s}}

@@ -13,7 +13,6 @@ import (
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/eval"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 func newEvalCmd(d *deps) *cobra.Command {
@@ -125,7 +124,7 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 		return err
 	}
 	fmt.Fprintf(lines, "Found eval: id=%s version=%d tasks=%d\n", e.ID, e.Version, len(e.Tasks))
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	jobs := make([]eval.Job, 0, len(e.Tasks))
 	for i, tr := range e.Tasks {
 		docs := st.docsFor(tr.TaskID)

@@ -6,15 +6,17 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/internal/config"
+	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
+	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
 
@@ -30,18 +32,23 @@ type deps struct {
 	// sandboxRoot is where local work folders go.
 	sandboxRoot func() string
 	// openStoresFor opens the stores of a configuration.
-	openStoresFor func(ctx context.Context, cfg *config.Config) (*storeSet, error)
+	openStoresFor func(ctx context.Context, cfg *config.Config, reg *stores.Registry) (*storeSet, error)
 	// getenv reads the environment.
 	getenv func(string) string
 	// verbose is set by -v.
 	verbose bool
+
+	// plugins is the plugin registry (plugins.go); pluginSet replaces
+	// plugin.Registered (tests).
+	plugins           *plugin.Registry
+	pluginSet         func() []plugin.Plugin
+	pluginsConfigured sync.Once
 }
 
 func defaultDeps() *deps {
 	return &deps{
 		stdout:        os.Stdout,
 		stderr:        os.Stderr,
-		bundles:       bundles.FS(),
 		sandboxRoot:   local.DefaultRoot,
 		openStoresFor: openConfiguredStores,
 		getenv:        os.Getenv,
@@ -83,13 +90,18 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
+	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)
 	return root
 }
 
 // loadConfig reads config.toml (runner.md §12); a missing AGENT_ENV_CONFIG
 // file fails every command that needs configuration.
 func (d *deps) loadConfig() (*config.Config, error) {
-	return config.Load(&config.Options{Getenv: d.getenv})
+	cfg, err := config.Load(d.configOptions()) // names plugins add are valid (plugins.go)
+	if err == nil {
+		d.configurePlugins(cfg)
+	}
+	return cfg, err
 }
 
 // openStores loads the configuration and opens its stores; config
@@ -102,7 +114,7 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 	for _, w := range cfg.Warnings {
 		d.logger().Warn("config", "warning", w.String())
 	}
-	st, err := d.openStoresFor(ctx, cfg)
+	st, err := d.openStoresFor(ctx, cfg, d.storeRegistry())
 	if err != nil {
 		return nil, err
 	}

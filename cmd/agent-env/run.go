@@ -18,7 +18,6 @@ import (
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 type runRequest struct {
@@ -106,7 +105,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		return err
 	}
 	defer st.Close()
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	bst := st.bundleStores()
 	if req.dryRun {
 		var lines strings.Builder

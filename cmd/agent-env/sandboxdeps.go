@@ -78,6 +78,7 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	}
 	proc := process.New(d.processRoot(), &process.Options{Logger: d.logger()})
 	backends["process"] = proc
+	d.addPluginBackends(backends, st.StoreID()) // plugins.go
 	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
 		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents},
 		Route: func(id string) (registry.DocumentStore, *artifact.Store) {
@@ -163,5 +164,6 @@ func (d *deps) sandboxProviders(lp runner.SandboxProvider, storeID string) map[s
 	if dp, err := docker.New(&docker.Options{Logger: d.logger(), StoreID: storeID}); err == nil {
 		out[docker.TypeName] = dp
 	}
+	d.addPluginSandboxes(out, storeID) // plugins.go
 	return out
 }

@@ -20,9 +20,10 @@ type storeSet struct {
 }
 
 // openConfiguredStores opens the stores of cfg ([stores] in config.toml;
-// @local ids are routed to the local SQLite store).
-func openConfiguredStores(ctx context.Context, cfg *config.Config) (*storeSet, error) {
-	set, err := stores.Open(ctx, cfg, nil)
+// @local ids are routed to the local SQLite store) with the factories of
+// reg (built-ins and plugins').
+func openConfiguredStores(ctx context.Context, cfg *config.Config, reg *stores.Registry) (*storeSet, error) {
+	set, err := stores.Open(ctx, cfg, &stores.Options{Registry: reg})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 func newTaskCmd(d *deps) *cobra.Command {
@@ -52,7 +51,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 				return err
 			}
 			return d.withStores(ctx, func(ctx context.Context, st *storeSet) error {
-				r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+				r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 				docs := st.docsFor(id)
 				var n int
 				t, err := r.CreateTask(ctx, docs, d.services(ctx, st, id), id, data, &runner.CreateTaskOptions{
@@ -111,7 +110,7 @@ func newTaskValidateCmd(d *deps) *cobra.Command {
 				return errors.New("give a task FILE or --id, not both")
 			}
 			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
-				r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+				r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 				var t *runner.Task
 				var err error
 				if len(args) == 1 {

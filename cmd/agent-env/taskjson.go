@@ -7,7 +7,6 @@ import (
 	"os"
 
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 // taskCreateJSON is `task create --json`: the stored task, or
@@ -23,7 +22,7 @@ func taskCreateJSON(ctx context.Context, d *deps, id, file string, skip bool) er
 		return err
 	}
 	defer st.Close()
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	type stepRow struct {
 		ID      string `json:"id"`
 		Type    string `json:"type"`

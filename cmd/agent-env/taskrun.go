@@ -15,7 +15,6 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/steps"
 )
 
 type taskRunRequest struct {
@@ -130,7 +129,7 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	}
 	defer st.Close()
 	docs := st.docsFor(req.id)
-	r := runner.New(&runner.Options{Steps: steps.Builtin(), Logger: d.logger()})
+	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	t, err := r.LoadTask(ctx, docs, registry.Ref{ID: req.id, Version: req.version})
 	if err != nil {
 		return err

@@ -13,9 +13,11 @@ type Config struct {
 	Envs          Impls         `toml:"envs"`
 	Artifacts     Artifacts     `toml:"artifacts"`
 	TaskSteps     Impls         `toml:"task_steps"`
-	// Explorer and Plugins are later-phase tables: accepted, kept, unused.
-	Explorer map[string]any            `toml:"explorer"`
-	Plugins  map[string]map[string]any `toml:"plugins"`
+	// Explorer is a later-phase table: accepted, kept, unused.
+	Explorer map[string]any `toml:"explorer"`
+	// Plugins holds each plugin's [plugins.<name>] settings table; the
+	// plugin registry hands it to its plugin.
+	Plugins map[string]map[string]any `toml:"plugins"`
 
 	// Environment holds settings that only come from the environment.
 	Environment Environment `toml:"-"`
@@ -26,6 +28,11 @@ type Config struct {
 	Warnings []Warning `toml:"-"`
 
 	sources map[string]string // dotted key → "default" | "file" | "env NAME" | "code"
+
+	// pluginSandboxes and pluginStores are the names plugins add
+	// (Options.SandboxProviders, Options.StoreImpls).
+	pluginSandboxes []string
+	pluginStores    map[string][]string
 }
 
 // Stores selects the four store implementations ([stores]).
@@ -101,7 +108,9 @@ type RunnerConfig struct {
 	Workers int `toml:"workers"`
 }
 
-// Impls is [envs] / [task_steps]: plugin implementations (later phase).
+// Impls is [envs] / [task_steps]. [task_steps] impls selects the plugin
+// step types that are enabled (see the plugin package); [envs] impls is
+// accepted and unused.
 type Impls struct {
 	Impls []string `toml:"impls"`
 }

@@ -27,6 +27,10 @@ type Options struct {
 	// Override applies programmatic configuration (CLI flags) last; the
 	// keys it changes are reported with source "code".
 	Override func(*Config)
+	// SandboxProviders and StoreImpls (kind → impl names) are the names
+	// plugins add to the built-in ones; validation accepts them.
+	SandboxProviders []string
+	StoreImpls       map[string][]string
 }
 
 // Warning is a non-fatal problem found while loading.
@@ -184,6 +188,7 @@ func Load(o *Options) (*Config, error) {
 			spec.Impl = DefaultStoreImpl
 		}
 	}
+	c.pluginSandboxes, c.pluginStores = opt.SandboxProviders, opt.StoreImpls
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

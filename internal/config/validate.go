@@ -62,7 +62,7 @@ var runnerImpls = []string{DefaultRunnerImpl,
 // (cmd/agent-env checks it against its backends): "local" and "docker"
 // (the local Docker engine for envs and agents; "local" is also the task
 // steps' work folders) and "process" (local processes; the work folders
-// for task steps). Plugins may add more later.
+// for task steps). Plugins add more (Options.SandboxProviders).
 var sandboxProviders = []string{"local", "docker", "process"}
 
 // SandboxProviders returns the built-in sandbox provider names.
@@ -72,9 +72,10 @@ func SandboxProviders() []string { return append([]string(nil), sandboxProviders
 // wherever the config names one, so a typo fails at load rather than at
 // the first deploy.
 func (c *Config) checkSandboxProviders() error {
+	known := append(append([]string(nil), sandboxProviders...), c.pluginSandboxes...)
 	bad := func(key, name, what string) error {
-		msg := fmt.Sprintf("unknown sandbox provider %q%s (known: %s)", name, what, strings.Join(sandboxProviders, ", "))
-		if s := suggest(name, sandboxProviders); s != "" {
+		msg := fmt.Sprintf("unknown sandbox provider %q%s (known: %s)", name, what, strings.Join(known, ", "))
+		if s := suggest(name, known); s != "" {
 			msg += "; did you mean " + s + "?"
 		}
 		src := c.Source(key)
@@ -93,7 +94,7 @@ func (c *Config) checkSandboxProviders() error {
 			if part == "" {
 				return &Error{File: c.File, Key: key, Msg: fmt.Sprintf("empty provider name in %q", v)}
 			}
-			if !contains(sandboxProviders, part) {
+			if !contains(known, part) {
 				in := ""
 				if part != strings.TrimSpace(v) {
 					in = fmt.Sprintf(" in %q", v)
@@ -108,7 +109,7 @@ func (c *Config) checkSandboxProviders() error {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		if !contains(sandboxProviders, name) {
+		if !contains(known, name) {
 			return bad("sandbox.providers."+name, name, "")
 		}
 	}
@@ -122,9 +123,10 @@ func StoreImpls(kind string) []string { return append([]string(nil), storeImpls[
 func (c *Config) Validate() error {
 	for kind, spec := range map[string]StoreSpec{"document": c.Stores.Document, "object": c.Stores.Object,
 		"image": c.Stores.Image, "secret": c.Stores.Secret} {
-		if !contains(storeImpls[kind], spec.Impl) {
-			msg := fmt.Sprintf("unknown %s store %q (known: %s)", kind, spec.Impl, strings.Join(storeImpls[kind], ", "))
-			if s := suggest(spec.Impl, storeImpls[kind]); s != "" {
+		known := append(append([]string(nil), storeImpls[kind]...), c.pluginStores[kind]...)
+		if !contains(known, spec.Impl) {
+			msg := fmt.Sprintf("unknown %s store %q (known: %s)", kind, spec.Impl, strings.Join(known, ", "))
+			if s := suggest(spec.Impl, known); s != "" {
 				msg += "; did you mean " + s + "?"
 			}
 			return &Error{File: c.File, Key: "stores." + kind + ".impl", Msg: msg + " [" + c.Source("stores."+kind+".impl") + "]"}
