@@ -122,7 +122,12 @@ func (s *Server) evalRuns(ctx context.Context, where map[string]string, k int) (
 		sort.Slice(g.Tasks, func(i, j int) bool { return g.Tasks[i].TaskID < g.Tasks[j].TaskID })
 		out = append(out, g)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].StartedAt > out[j].StartedAt })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].StartedAt != out[j].StartedAt {
+			return out[i].StartedAt > out[j].StartedAt
+		}
+		return out[i].Group > out[j].Group
+	})
 	return out, nil
 }
 

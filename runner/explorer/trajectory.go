@@ -49,14 +49,16 @@ type TrajectoryEntry struct {
 
 // TrajectoryPage is one page of a trajectory.
 type TrajectoryPage struct {
-	Key    string            `json:"key"`
-	Format string            `json:"format"` // agent | gateway
-	Bytes  int64             `json:"bytes"`
-	Total  int               `json:"total"` // entries matching the search
-	Offset int               `json:"offset"`
-	Limit  int               `json:"limit"`
-	Query  string            `json:"q,omitempty"`
-	Items  []TrajectoryEntry `json:"items"`
+	Key    string `json:"key"`
+	Format string `json:"format"` // agent | gateway
+	Bytes  int64  `json:"bytes"`
+	Total  int    `json:"total"` // entries matching the search
+	Offset int    `json:"offset"`
+	Limit  int    `json:"limit"`
+	// Through is the 1-based index of the page's last entry.
+	Through int               `json:"through"`
+	Query   string            `json:"q,omitempty"`
+	Items   []TrajectoryEntry `json:"items"`
 }
 
 const (
@@ -130,6 +132,7 @@ func (s *Server) trajectoryPage(ctx context.Context, key, q string, offset, limi
 		p.Items[i] = decodeEntry(p.Items[i].Index, raw)
 	}
 	p.Items = fold(p.Items)
+	p.Through = min(offset+limit, p.Total)
 	return p, nil
 }
 
