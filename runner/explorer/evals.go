@@ -22,6 +22,10 @@ import (
 // maxEvalInstances bounds the instances one eval page reads.
 const maxEvalInstances = 20_000
 
+// evalFields are the paths an eval page reads of each instance.
+var evalFields = []string{"task_id", "status", "created_at_utc", "context.metadata.verifications",
+	"context.metadata.eval_id", "context.metadata.run_group_id"}
+
 // EvalRunView is one run of an eval.
 type EvalRunView struct {
 	Group     string      `json:"run_group_id"`
@@ -55,7 +59,7 @@ func (s *Server) evalRuns(ctx context.Context, where map[string]string, k int) (
 	for _, ds := range s.st.all() {
 		after := ""
 		for {
-			p, err := registry.PageRecords(ctx, ds, registry.TaskInstances, &registry.PageQuery{Where: where, Fields: summaryFields, After: after, Limit: registry.MaxPageLimit})
+			p, err := registry.PageRecords(ctx, ds, registry.TaskInstances, &registry.PageQuery{Where: where, Fields: evalFields, After: after, Limit: registry.MaxPageLimit})
 			if err != nil {
 				return nil, err
 			}

@@ -18,14 +18,14 @@ import (
 // fixture is a store seeded with a known set of records, and an explorer
 // serving it over a real loopback socket.
 type fixture struct {
-	t    *testing.T
+	t    testing.TB
 	docs *sqlite.Store
 	objs *fsobject.Store
 	srv  *httptest.Server
 	dir  string
 }
 
-func newFixture(t *testing.T, o *explorer.Options) *fixture {
+func newFixture(t testing.TB, o *explorer.Options) *fixture {
 	t.Helper()
 	dir := t.TempDir()
 	docs, err := sqlite.Open(context.Background(), filepath.Join(dir, "documents.db"), nil)

@@ -55,7 +55,9 @@ func (s *Store) PageRecords(ctx context.Context, c registry.Collection, q *regis
 	if pq.After != "" {
 		t, key, _ := registry.DecodePageCursor(pq.After)
 		at := t.Format(timeCol)
-		sql += ` AND (created_at < ? OR (created_at = ? AND rkey < ?))`
+		// The created_at <= ? conjunct lets the index bound the scan: each
+		// page starts where the last ended, never from the newest row.
+		sql += ` AND created_at <= ? AND (created_at < ? OR rkey < ?)`
 		args = append(args, at, at, key)
 	}
 	sql += ` ORDER BY created_at DESC, rkey DESC LIMIT ?`
