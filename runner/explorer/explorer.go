@@ -71,6 +71,8 @@ type Server struct {
 	opt  Options
 	e    *echo.Echo
 	tmpl *templates
+	// trajs caches trajectory indexes (trajectory.go).
+	trajs trajCache
 }
 
 // New builds the explorer over st.

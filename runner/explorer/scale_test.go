@@ -78,8 +78,8 @@ func agentTrajectoryOf(n int) string {
 // Every page renders with 100,000 task instances, and the runs list pages
 // through them by cursor.
 func TestPages100k(t *testing.T) {
-	if testing.Short() {
-		t.Skip("seeds 100,000 task instances")
+	if testing.Short() || raceEnabled {
+		t.Skip("seeds 100,000 task instances: run without -short and -race (go test -run Pages100k ./runner/explorer)")
 	}
 	f := newFixture(t, nil)
 	f.seed()

@@ -1,7 +1,6 @@
 package explorer
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -11,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -19,8 +19,10 @@ import (
 )
 
 // A trajectory is read from the object store one page at a time: the
-// file is streamed and only the page's entries are decoded, so a 50 MB
-// trajectory costs one pass and the browser gets a few hundred rows.
+// first view indexes the file (where each entry starts and ends, one
+// pass), later pages read only their own bytes, and only the page's
+// entries are decoded, so a 50 MB trajectory reaches the browser a few
+// hundred rows at a time.
 
 // TrajectoryEntry is one entry of either trajectory format: an agent
 // trajectory (a JSON array of tool_call / tool_result / final / message
@@ -64,7 +66,6 @@ type TrajectoryPage struct {
 const (
 	defaultTrajectoryLimit = 200
 	maxTrajectoryLimit     = 1000
-	maxTrajectoryLine      = 64 << 20
 )
 
 func (s *Server) trajectoryPage(ctx context.Context, key, q string, offset, limit int) (*TrajectoryPage, error) {
@@ -76,80 +77,161 @@ func (s *Server) trajectoryPage(ctx context.Context, key, q string, offset, limi
 		return nil, err
 	}
 	defer rc.Close()
-	br := bufio.NewReaderSize(rc, 1<<16)
 	p := &TrajectoryPage{Key: key, Bytes: info.Size, Offset: offset, Limit: limit, Query: q, Items: []TrajectoryEntry{}}
-	needle := []byte(strings.ToLower(q))
-	var raws []json.RawMessage
-	take := func(i int, raw json.RawMessage) {
-		if q != "" && !bytes.Contains(bytes.ToLower(raw), needle) {
-			return
+	idx := s.trajs.get(key, info)
+	var data []byte
+	if idx == nil || q != "" {
+		// One pass over the whole file: it finds every entry (the index
+		// later pages reuse) and is what a search reads anyway.
+		if data, err = io.ReadAll(rc); err != nil {
+			return nil, err
 		}
-		if p.Total >= offset && p.Total < offset+limit {
-			raws = append(raws, append(json.RawMessage(nil), raw...))
-			p.Items = append(p.Items, TrajectoryEntry{Index: i})
-		}
-		p.Total++
-	}
-	first, err := peekNonSpace(br)
-	switch {
-	case err == io.EOF:
-		p.Format = "agent"
-	case err != nil:
-		return nil, err
-	case first == '[':
-		p.Format = "agent"
-		dec := json.NewDecoder(br)
-		if _, err := dec.Token(); err != nil {
-			return nil, badTrajectory(key, err)
-		}
-		for i := 0; dec.More(); i++ {
-			var raw json.RawMessage
-			if err := dec.Decode(&raw); err != nil {
-				return nil, badTrajectory(key, err)
+		if idx == nil {
+			if idx, err = indexTrajectory(key, data); err != nil {
+				return nil, err
 			}
-			take(i, raw)
+			s.trajs.put(key, info, idx)
 		}
-	default:
-		p.Format = "gateway"
-		sc := bufio.NewScanner(br)
-		sc.Buffer(make([]byte, 0, 1<<16), maxTrajectoryLine)
-		for i := 0; sc.Scan(); {
-			line := bytes.TrimSpace(sc.Bytes())
-			if len(line) == 0 {
+	}
+	p.Format = idx.format
+	var raws []json.RawMessage
+	var picked []int
+	if q != "" {
+		needle := []byte(strings.ToLower(q))
+		lower := bytes.ToLower(data)
+		for i, sp := range idx.spans {
+			if !bytes.Contains(lower[sp[0]:sp[1]], needle) {
 				continue
 			}
-			if !json.Valid(line) {
-				return nil, badTrajectory(key, fmt.Errorf("line %d is not JSON", i+1))
+			if p.Total >= offset && p.Total < offset+limit {
+				picked = append(picked, i)
+				raws = append(raws, data[sp[0]:sp[1]])
 			}
-			take(i, line)
-			i++
+			p.Total++
 		}
-		if err := sc.Err(); err != nil {
-			return nil, badTrajectory(key, err)
+	} else {
+		p.Total = len(idx.spans)
+		if offset < len(idx.spans) {
+			last := min(offset+limit, len(idx.spans)) - 1
+			from, to := idx.spans[offset][0], idx.spans[last][1]
+			buf := data[min(from, int64(len(data))):min(to, int64(len(data)))]
+			if data == nil {
+				// Only the page's bytes are read: skip to it, read through it.
+				if _, err := io.CopyN(io.Discard, rc, from); err != nil {
+					return nil, badTrajectory(key, err)
+				}
+				buf = make([]byte, to-from)
+				if _, err := io.ReadFull(rc, buf); err != nil {
+					return nil, badTrajectory(key, err)
+				}
+			}
+			for i := offset; i <= last; i++ {
+				picked = append(picked, i)
+				raws = append(raws, buf[idx.spans[i][0]-from:idx.spans[i][1]-from])
+			}
 		}
 	}
 	for i, raw := range raws {
-		p.Items[i] = decodeEntry(p.Items[i].Index, raw)
+		p.Items = append(p.Items, decodeEntry(picked[i], raw))
 	}
 	p.Items = fold(p.Items)
 	p.Through = min(offset+limit, p.Total)
 	return p, nil
 }
 
-func badTrajectory(key string, err error) error {
-	return fmt.Errorf("trajectory %s is not a JSON array or JSONL file (%v): %w", key, err, registry.ErrInvalid)
+// trajIndex locates every entry of one trajectory file.
+type trajIndex struct {
+	format string     // agent | gateway
+	spans  [][2]int64 // [start, end) byte offsets of each entry
 }
 
-func peekNonSpace(br *bufio.Reader) (byte, error) {
-	for {
-		b, err := br.ReadByte()
-		if err != nil {
-			return 0, err
+// indexTrajectory finds the entries of a JSON array (agent) or JSONL
+// (gateway) trajectory.
+func indexTrajectory(key string, data []byte) (*trajIndex, error) {
+	trimmed := bytes.TrimLeft(data, " \t\r\n")
+	idx := &trajIndex{format: "agent", spans: [][2]int64{}}
+	switch {
+	case len(trimmed) == 0:
+	case trimmed[0] == '[':
+		dec := json.NewDecoder(bytes.NewReader(data))
+		if _, err := dec.Token(); err != nil {
+			return nil, badTrajectory(key, err)
 		}
-		if b != ' ' && b != '\n' && b != '\r' && b != '\t' {
-			return b, br.UnreadByte()
+		for dec.More() {
+			var raw json.RawMessage
+			if err := dec.Decode(&raw); err != nil {
+				return nil, badTrajectory(key, err)
+			}
+			end := dec.InputOffset()
+			idx.spans = append(idx.spans, [2]int64{end - int64(len(raw)), end})
+		}
+		if _, err := dec.Token(); err != nil {
+			return nil, badTrajectory(key, err)
+		}
+	default:
+		idx.format = "gateway"
+		var at int64
+		for n := 1; len(data) > 0; n++ {
+			line, rest, _ := bytes.Cut(data, []byte("\n"))
+			t := bytes.TrimSpace(line)
+			if len(t) > 0 {
+				if !json.Valid(t) {
+					return nil, badTrajectory(key, fmt.Errorf("line %d is not JSON", n))
+				}
+				start := at + int64(bytes.Index(line, t))
+				idx.spans = append(idx.spans, [2]int64{start, start + int64(len(t))})
+			}
+			at += int64(len(line)) + 1
+			data = rest
 		}
 	}
+	return idx, nil
+}
+
+// trajCache keeps the indexes of the last trajectories opened, so paging
+// through a large one reads one page, not the whole file, per request. An
+// object whose size or time changed is indexed again.
+type trajCache struct {
+	mu    sync.Mutex
+	items map[string]*trajCached
+	order []string
+}
+
+type trajCached struct {
+	size int64
+	mod  time.Time
+	idx  *trajIndex
+}
+
+const trajCacheSize = 16
+
+func (c *trajCache) get(key string, info registry.ObjectInfo) *trajIndex {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.items[key]; e != nil && e.size == info.Size && e.mod.Equal(info.LastModified) {
+		return e.idx
+	}
+	return nil
+}
+
+func (c *trajCache) put(key string, info registry.ObjectInfo, idx *trajIndex) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.items == nil {
+		c.items = map[string]*trajCached{}
+	}
+	if _, ok := c.items[key]; !ok {
+		c.order = append(c.order, key)
+		if len(c.order) > trajCacheSize {
+			delete(c.items, c.order[0])
+			c.order = c.order[1:]
+		}
+	}
+	c.items[key] = &trajCached{size: info.Size, mod: info.LastModified, idx: idx}
+}
+
+func badTrajectory(key string, err error) error {
+	return fmt.Errorf("trajectory %s is not a JSON array or JSONL file (%v): %w", key, err, registry.ErrInvalid)
 }
 
 func decodeEntry(i int, raw json.RawMessage) TrajectoryEntry {
