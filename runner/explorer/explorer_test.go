@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"flag"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -431,4 +433,35 @@ func TestNoTokenNoCookie(t *testing.T) {
 	if strings.Contains(h.Get("Set-Cookie"), explorer.TokenCookie) {
 		t.Fatal("a token cookie was set with no token configured")
 	}
+}
+
+// Each request is logged (method, path, status), never its query: a
+// token given as ?token= stays out of the log.
+func TestRequestLogOmitsQuery(t *testing.T) {
+	var buf syncBuffer
+	f := newFixture(t, &explorer.Options{Token: "tok-in-query-77", Logger: slog.New(slog.NewJSONHandler(&buf, nil))})
+	if code, _, _ := f.get("/runs?token=tok-in-query-77"); code != 200 {
+		t.Fatalf("GET = %d", code)
+	}
+	log := buf.String()
+	if !strings.Contains(log, `"path":"/runs"`) || !strings.Contains(log, `"status":200`) || strings.Contains(log, "tok-in-query-77") {
+		t.Fatalf("request log = %s", log)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
