@@ -90,6 +90,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
+	root.AddCommand(newUpCmd(d))                                       // explorer (up.go)
 	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)
 	return root
 }

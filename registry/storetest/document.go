@@ -29,6 +29,7 @@ func RunDocumentStore(t *testing.T, newStore DocumentFactory) {
 	t.Run("Records", func(t *testing.T) { testRecords(t, newStore(t)) })
 	t.Run("ConcurrentRecordUpdates", func(t *testing.T) { testConcurrentUpdates(t, newStore(t)) })
 	t.Run("QueryRecords", func(t *testing.T) { testQuery(t, newStore(t)) })
+	t.Run("PageRecords", func(t *testing.T) { testPage(t, newStore(t)) })
 	t.Run("UpdateSpec", func(t *testing.T) { testUpdateSpec(t, newStore(t)) })
 	t.Run("SecretsStripped", func(t *testing.T) { testSecrets(t, newStore(t)) })
 	t.Run("MetadataCompareAndSwap", func(t *testing.T) { testMetadataCAS(t, newStore(t)) })

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	cdplog "github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/fsobject"
+	"github.com/agentenv/agentenv/registry/sqlite"
+)
+
+// The browser tests (the slow "browser" group) drive a headless Chromium
+// from Debian's chromium package through the DevTools protocol against a
+// real `agent-env up`. They skip when chromium is not installed.
+
+func chromiumPath(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser test: skipped in -short")
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Skip("browser test: chromium is not installed (apt-get install -y chromium)")
+	return ""
+}
+
+// upServer runs `agent-env up` (on a free loopback port unless args say
+// otherwise) until the test ends, and returns the link it printed.
+func upServer(t *testing.T, c *cli, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	done := make(chan int, 1)
+	go func() {
+		done <- execute(ctx, append([]string{"up", "--addr", "127.0.0.1:0", "--no-gateway"}, args...), c.deps(out, errb))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("agent-env up exited %d: %s", code, errb.String())
+		}
+	})
+	out.waitFor(t, "Explorer on ")
+	m := regexp.MustCompile(`Explorer on (http://\S+)`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no address in %q", out.String())
+	}
+	return m[1]
+}
+
+// seedAgentRun stores, next to what the bundle run wrote, a finished
+// agent run with verifier scores and an agent trajectory (the example
+// bundles that prompt an agent need Docker to build their env), and a
+// running instance the test then finishes.
+func seedAgentRun(t *testing.T, c *cli) (runID, liveID string, finish func()) {
+	t.Helper()
+	ctx := context.Background()
+	root := filepath.Join(c.stateRoot, "agent-env")
+	docs, err := sqlite.Open(ctx, filepath.Join(root, "document_store", "documents.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = docs.Close() })
+	objs, err := fsobject.New(filepath.Join(root, "object_store"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "prompt_agent_trajectories/@local/browser/q3/q3-b1/prompt_id=q3/trajectory.json"
+	traj := `[{"type":"tool_call","name":"email_search","arguments":{"query":"Q3"},"step":0},
+{"type":"tool_result","name":"email_search","text":"{\"messages\":[{\"id\":\"m1\",\"subject\":\"Q3 report\"}]}","is_error":false,"step":0},
+{"type":"tool_call","name":"email_send_message","arguments":{"to":["alice@example.com"],"subject":"Re: Q3 report"},"step":1},
+{"type":"tool_result","name":"email_send_message","text":"sent","is_error":false,"step":1},
+{"type":"final","text":"I replied to Alice: the Q3 numbers are final."}]`
+	if _, err := objs.Put(ctx, key, strings.NewReader(traj), nil); err != nil {
+		t.Fatal(err)
+	}
+	put := func(c registry.Collection, id, body string) {
+		if _, err := docs.Put(ctx, c, id, json.RawMessage(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := func(c registry.Collection, id, body string) {
+		if _, err := docs.UpsertRecord(ctx, c, id, json.RawMessage(body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	task := "@local/browser/q3"
+	put(registry.Tasks, task, `{"type":"task","steps":[{"id":"agent","type":"deploy_agent"},{"id":"prompt","type":"prompt_agent"},{"id":"check","type":"env_outcome_verifier"}]}`)
+	put(registry.Evals, "@local/browser/weekly", `{"type":"eval","tasks":[{"task_id":"@local/browser/q3","version":1}]}`)
+	inst := func(id, status string, done []string, ctxJSON string) string {
+		steps := make([]string, len(done))
+		for i, s := range done {
+			steps[i] = fmt.Sprintf(`{"step_id":%q,"status":"success"}`, s)
+		}
+		return fmt.Sprintf(`{"instance_id":%q,"task_id":%q,"task_version":1,"total_steps":3,"created_at_utc":"2026-03-02 09:00 UTC","rev":%d,
+"status":%q,"error":null,"current_step":%d,"completed_steps":[%s],"context":%s}`, id, task, len(done), status, len(done), strings.Join(steps, ","), ctxJSON)
+	}
+	runID, liveID = task+"/q3-b1", task+"/q3-live"
+	rec(registry.TaskInstances, runID, inst(runID, "completed", []string{"agent", "prompt", "check"}, `{
+"prompt_responses":[{"step_id":"prompt","prompt_id":"q3","prompt_text":"Reply to Alice","response":"I replied to Alice.","tool_call_count":2,
+"agent_trajectory_object_url":"`+objs.URL(key)+`"}],
+"metadata":{"eval_id":"@local/browser/weekly","run_group_id":"browser-g1","verifications":{"sent_reply":{"score":1,"results":[
+{"criterion":"a reply to Alice is in the sent folder","result":true,"score":1,"justification":"found Re: Q3 report"}]}}}}`))
+	for i, st := range []string{"agent", "prompt", "check"} {
+		rec(registry.TaskStepJournal, runID+"|"+st, fmt.Sprintf(`{"instance_id":%q,"step_id":%q,"seq":%d,"status":"success",
+"recorded_at":"2026-03-02T09:00:%02d+00:00","ops":{"sets":[{"path":["%s_done"],"value":true}]}}`, runID, st, i+1, 2*i+2, st))
+	}
+	rec(registry.TaskInstances, liveID, inst(liveID, "running", []string{"agent"}, `{"metadata":{}}`))
+	finish = func() {
+		rec(registry.TaskInstances, liveID, inst(liveID, "completed", []string{"agent", "prompt", "check"},
+			`{"metadata":{"verifications":{"sent_reply":{"score":1,"results":[]}}}}`))
+	}
+	return runID, liveID, finish
+}
+
+func TestBrowserExplorer(t *testing.T) {
+	chrome := chromiumPath(t)
+	c := newCLI(t)
+	if code, out, errs := c.run("run", "hello", "--sandbox", "process"); code != 0 {
+		t.Fatalf("run hello = %d\n%s\n%s", code, out, errs)
+	}
+	runID, liveID, finish := seedAgentRun(t, c)
+	base := strings.TrimSuffix(upServer(t, c), "/")
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1280, 900), chromedp.UserDataDir(t.TempDir()))
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	defer cancelCtx()
+	ctx, cancelTimeout := context.WithTimeout(ctx, 4*time.Minute)
+	defer cancelTimeout()
+
+	// Any console error or uncaught exception fails the test.
+	var mu sync.Mutex
+	var consoleErrors []string
+	reported := make(chan struct{}, 1)
+	listenErr := chromedp.Listen(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
+		n := len(consoleErrors)
+		defer func() {
+			if len(consoleErrors) > n {
+				select {
+				case reported <- struct{}{}:
+				default:
+				}
+			}
+		}()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			if e.Type == runtime.ConsoleAPICalledTypeError {
+				var args []string
+				for _, a := range e.Args {
+					args = append(args, string(a.Value)+a.Description)
+				}
+				consoleErrors = append(consoleErrors, "console.error "+strings.Join(args, " "))
+			}
+		case *runtime.EventExceptionThrown:
+			consoleErrors = append(consoleErrors, "exception: "+e.ExceptionDetails.Text)
+		case *cdplog.EventEntryAdded:
+			if e.Entry.Level == cdplog.EntryLevelError {
+				consoleErrors = append(consoleErrors, "log: "+e.Entry.Text+" "+e.Entry.URL)
+			}
+		}
+	})
+	if listenErr != nil {
+		t.Fatal(listenErr)
+	}
+
+	shots := t.ArtifactDir()
+	type css = chromedp.CSS
+	shot := func(name string) chromedp.Action[chromedp.Void] {
+		return func(ctx context.Context, tg *chromedp.Target) (chromedp.Void, error) {
+			png, err := chromedp.FullScreenshot(100)(ctx, tg)
+			if err != nil {
+				return chromedp.Void{}, err
+			}
+			return chromedp.Void{}, os.WriteFile(filepath.Join(shots, name+".png"), png, 0o644)
+		}
+	}
+	do := func(step string, actions ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(ctx, actions...); err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return strings.TrimSpace(s)
+	}
+	count := func(sel string) int {
+		t.Helper()
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(`+strconv.Quote(sel)+`).length`))
+		if err != nil {
+			t.Fatalf("count %s: %v", sel, err)
+		}
+		return n
+	}
+
+	// Runs list: the bundle's run and the seeded ones.
+	do("runs list", chromedp.Navigate(base+"/runs"), chromedp.WaitVisible(css("#runs-table")), shot("runs"))
+	// The console listener works: a probe error is seen, then forgotten.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[any](`console.error("probe")`)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reported:
+	case <-ctx.Done():
+		t.Fatal("the console listener never saw the probe error")
+	}
+	mu.Lock()
+	if len(consoleErrors) != 1 || !strings.Contains(consoleErrors[0], "probe") {
+		t.Fatalf("console errors after the probe = %q", consoleErrors)
+	}
+	consoleErrors = nil
+	mu.Unlock()
+	if n := count("tr.run-row"); n != 3 {
+		t.Errorf("runs list has %d rows; want 3 (hello, the agent run, the live run)", n)
+	}
+	do("hello run", chromedp.Click(css(`a.run-link[href*="hello"]`)), chromedp.WaitVisible(css("#steps-table")), shot("run_hello"))
+	if s := text("#run-status"); s != "completed" {
+		t.Errorf("hello run status = %q", s)
+	}
+	// Run → step → trajectory.
+	do("agent run", chromedp.Navigate(base+"/run?id="+url.QueryEscape(runID)), chromedp.WaitVisible(css("svg.dag")),
+		chromedp.WaitVisible(css(".verifier-row")), shot("run"))
+	do("step", chromedp.Click(css(`svg.dag a[href="#step-prompt"]`)),
+		chromedp.Click(css(`#step-prompt details.diff summary`)), chromedp.WaitVisible(css(`#step-prompt table.ctxdiff`)))
+	do("trajectory", chromedp.Click(css("a.trajectory-link")), chromedp.WaitVisible(css("#chat")),
+		chromedp.Click(css(`#chat details.toolcall summary`)), chromedp.WaitVisible(css(`#chat pre.result`)), shot("trajectory"))
+	if s := text("#chat"); !strings.Contains(s, "email_search") || !strings.Contains(s, "I replied to Alice") {
+		t.Errorf("trajectory text = %q", s)
+	}
+	do("trajectory search", chromedp.SendKeys(css(`#trajectory-search input[name="q"]`), "alice"),
+		chromedp.Submit(css(`#trajectory-search input[name="q"]`)), chromedp.WaitVisible(css(`#chat`)))
+	if n := count("#chat > li"); n != 2 {
+		t.Errorf("search for alice shows %d entries; want 2", n)
+	}
+	// Every other page, with its key element.
+	for _, p := range []struct{ name, path, sel string }{
+		{"evals", "/evals", "#evals-table"},
+		{"eval", "/eval?id=" + url.QueryEscape("@local/browser/weekly"), "svg.hist"},
+		{"registry", "/registry?collection=tasks", "#docs-table"},
+		{"versions", "/registry/versions?collection=tasks&id=" + url.QueryEscape("@local/browser/q3"), "#latest-json"},
+		{"envs", "/envs", "#envs-panel"},
+		{"trajectory_missing", "/trajectory?key=nope.json", "#trajectory-error"},
+	} {
+		do(p.name, chromedp.Navigate(base+p.path), chromedp.WaitVisible(css(p.sel)), shot(p.name))
+	}
+	// A live run updates without a reload.
+	do("live run", chromedp.Navigate(base+"/run?id="+url.QueryEscape(liveID)), chromedp.WaitVisible(css("#live-badge")), shot("run_live"))
+	if s := text("#run-steps"); s != "1/3" {
+		t.Errorf("live run steps = %q; want 1/3", s)
+	}
+	// A marker a reload would wipe.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__notReloaded = 1`)); err != nil {
+		t.Fatal(err)
+	}
+	finish()
+	do("live update", chromedp.WaitVisible(css(`#run[data-ended="1"]`)), shot("run_live_done"))
+	if s := text("#run-status"); s != "completed" {
+		t.Errorf("live run status after the update = %q; want completed", s)
+	}
+	if s := text("#run-steps"); s != "3/3" {
+		t.Errorf("live run steps after the update = %q; want 3/3", s)
+	}
+	if n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`window.__notReloaded || 0`)); err != nil || n != 1 {
+		t.Errorf("the live run page reloaded (%v); want panels swapped in place", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, e := range consoleErrors {
+		t.Errorf("JavaScript console: %s", e)
+	}
+	t.Logf("screenshots in %s", shots)
+}

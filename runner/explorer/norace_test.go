@@ -1,0 +1,5 @@
+//go:build !race
+
+package explorer_test
+
+const raceEnabled = false
