@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -72,6 +74,20 @@ func serveBenchProcess(role, target string) int {
 		h = server.NewStreamableHTTPServer(srv, server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
 			server.WithDisableLocalhostProtection(true), server.WithStreamableHTTPLogger(quiet), server.WithStateful(true))
 		base += "/mcp"
+	case "child-gosdk":
+		h = sdkEchoHandler(cmp.Or(os.Getenv("AGENTENV_BENCH_NAME"), "items"))
+		base += "/mcp"
+	case "rproxy":
+		// net/http's reverse proxy in front of target (a base URL).
+		u, err := url.Parse(target)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		rp := httputil.NewSingleHostReverseProxy(u)
+		rp.Transport = &http.Transport{MaxIdleConnsPerHost: 256}
+		h = rp
+		base += "/mcp"
 	case "gateway":
 		dir, err := os.MkdirTemp("", "agentenv-bench-")
 		if err != nil {
@@ -86,7 +102,16 @@ func serveBenchProcess(role, target string) int {
 		}
 		defer g.Close()
 		g.Start()
-		h = g.Handler()
+		// The benchmarks read the process's memory split from here.
+		mux := http.NewServeMux()
+		mux.Handle("/", g.Handler())
+		mux.HandleFunc("GET /_bench/memstats", func(w http.ResponseWriter, r *http.Request) {
+			runtime.GC() // live heap, not what the next collection frees
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			fmt.Fprintf(w, `{"heap":%d,"stack":%d,"goroutines":%d}`, m.HeapInuse, m.StackInuse, runtime.NumGoroutine())
+		})
+		h = mux
 		base += "/mcp"
 	case "relay":
 		r := &byteRelay{target: target}
@@ -127,6 +152,13 @@ func startBenchProcess(b testing.TB, role, target string, env ...string) *benchP
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), benchServeEnv+"="+role, "AGENTENV_BENCH_TARGET="+target)
 	cmd.Env = append(cmd.Env, env...)
+	return runBenchProcess(b, role, cmd)
+}
+
+// runBenchProcess starts cmd, a server that prints "LISTEN <url>" and
+// serves until its stdin closes, and stops it when the benchmark ends.
+func runBenchProcess(b testing.TB, role string, cmd *exec.Cmd) *benchProcess {
+	b.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)

@@ -396,13 +396,10 @@ func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body net.B
 		}
 		return nil, c.transportError(ctx, g, id, &url.Error{Op: "Post", URL: c.server.URL, Err: err}, wrote)
 	}
-	complete := false
-	defer func() { ex.finish(complete) }()
-	res, err := c.readAnswer(ctx, g, id, ex.resp)
-	// readAnswer reads a JSON answer to its end; an event stream is
-	// abandoned after the response (the connection is then closed).
-	complete = !ex.resp.isEventStream()
-	return res, err
+	// readAnswer reads a JSON answer to its end and an event stream up
+	// to the response; finish takes care of the rest of a stream.
+	defer ex.finish()
+	return c.readAnswer(ctx, g, id, ex.resp)
 }
 
 // transportError classifies a failed round trip (gateway.md §3): our own
@@ -550,13 +547,27 @@ func decodeResponse(raw []byte, wantID string) (json.RawMessage, error, bool) {
 	return result, nil, true
 }
 
+// linePool recycles the line buffers of readSSE: most answers fit one.
+var linePool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
 // readSSE reads an event-stream answer until the response with wantID.
 // Notifications on the stream are handed to onNotify; server requests
 // (sampling, elicitation) are not relayed.
 func (c *child) readSSE(ctx context.Context, r io.Reader, wantID string) (json.RawMessage, error) {
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxChildResponse)
-	var data bytes.Buffer
+	lines := linePool.Get().(*[]byte)
+	defer linePool.Put(lines) // a line longer than it grows a buffer of its own
+	sc.Buffer(*lines, maxChildResponse)
+	// data collects an event's data lines; a large result keeps aliasing
+	// it, a small one is copied and data goes back to bodyPool.
+	data := bodyPool.Get().(*bytes.Buffer)
+	data.Reset()
+	kept := false
+	defer func() {
+		if !kept && data.Cap() <= maxPooledBody {
+			bodyPool.Put(data)
+		}
+	}()
 	flush := func() (json.RawMessage, error, bool) {
 		if data.Len() == 0 {
 			return nil, nil, false
@@ -564,10 +575,10 @@ func (c *child) readSSE(ctx context.Context, r io.Reader, wantID string) (json.R
 		msg := data.Bytes()
 		defer data.Reset()
 		if res, err, ok := decodeResponse(msg, wantID); ok {
-			// The stream ends here: data is never reused, and a
-			// large result keeps aliasing it.
 			if len(res) <= maxPooledBody {
 				res = bytes.Clone(res)
+			} else {
+				kept = true
 			}
 			return res, err, true
 		}

@@ -23,26 +23,52 @@ import (
 // request plumbing were a measurable share of the hop's cost. It is only
 // used for http:// children when no HTTP client was configured and no
 // proxy applies; everything else goes through net/http.
+//
+// A child may answer as an event stream (the official SDKs do by default).
+// The gateway has what it needs once the response event arrived, but the
+// connection can carry the next request only after the stream's end, which
+// the child writes just after the response, or much later, or never. So
+// the rest of the stream is owed: the connection goes back to the pool
+// with it, the end is read without waiting whenever it is looked at, and
+// only then is the connection used again. Nothing waits on a stream that
+// stays open, no goroutine watches it, and a child that ends its streams
+// promptly is served over as few connections as one that answers JSON.
 type rawClient struct {
 	addr   string // host:port to dial
 	prefix []byte // "POST <uri> HTTP/1.1\r\nHost: <host>\r\n"
 	dialer net.Dialer
 
 	mu     sync.Mutex
-	idle   []*rawConn
+	idle   []*rawConn // ready for a request; the most recent last
+	owed   []*rawConn // waiting for the end of an answer; the oldest first
 	closed bool
 }
 
 // rawConn is one pooled connection.
 type rawConn struct {
 	nc   net.Conn
+	src  connReader // what br reads from: nc
 	br   *bufio.Reader
 	used time.Time // when it went idle
+	// owed is the body of the last answer when its end has not been read
+	// yet; discarded counts what was thrown away of it after the answer.
+	owed      io.Reader
+	discarded int
 }
 
 const (
+	// rawMaxIdle bounds the pool of one child, ready and owed connections
+	// together; beyond it the longest-owed connection is dropped first.
 	rawMaxIdle     = 256
 	rawIdleTimeout = 90 * time.Second // as http.DefaultTransport
+	// rawOwedTimeout is how long a stream may stay open after its response
+	// before its connection is given up.
+	rawOwedTimeout = 10 * time.Second
+	// rawMaxOwed bounds what is discarded after a response on its stream.
+	rawMaxOwed = 1 << 20
+	// rawSettleTries bounds the owed connections one request looks at
+	// before it dials (each look is one non-blocking read).
+	rawSettleTries = 4
 )
 
 // newRawClient returns a client for target, or nil when the fast path does
@@ -63,24 +89,51 @@ func newRawClient(target string) *rawClient {
 	return &rawClient{addr: addr, prefix: []byte(prefix), dialer: net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}}
 }
 
-// get returns a live idle connection or dials a new one.
+// get returns a live idle connection, one whose owed answer has ended
+// since, or a new one.
 func (rc *rawClient) get(ctx context.Context) (c *rawConn, reused bool, err error) {
 	now := time.Now()
+	var waiting []*rawConn // owed connections looked at, still owed
+	defer func() {
+		if len(waiting) > 0 {
+			rc.requeue(waiting)
+		}
+	}()
 	for {
 		rc.mu.Lock()
 		if rc.closed {
 			rc.mu.Unlock()
 			return nil, false, errChildClosed
 		}
-		n := len(rc.idle)
-		if n == 0 {
-			rc.mu.Unlock()
+		c = nil
+		if n := len(rc.idle); n > 0 {
+			c = rc.idle[n-1]
+			rc.idle[n-1] = nil
+			rc.idle = rc.idle[:n-1]
+		} else if len(rc.owed) > 0 && len(waiting) < rawSettleTries {
+			c = rc.owed[0]
+			rc.owed[0] = nil
+			rc.owed = rc.owed[1:]
+		}
+		rc.mu.Unlock()
+		if c == nil {
 			break
 		}
-		c := rc.idle[n-1]
-		rc.idle[n-1] = nil
-		rc.idle = rc.idle[:n-1]
-		rc.mu.Unlock()
+		if c.owed != nil {
+			if now.Sub(c.used) >= rawOwedTimeout {
+				c.nc.Close()
+				continue
+			}
+			done, err := c.settle()
+			if err != nil {
+				c.nc.Close()
+				continue
+			}
+			if !done {
+				waiting = append(waiting, c)
+				continue
+			}
+		}
 		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
 			return c, true, nil
 		}
@@ -95,7 +148,75 @@ func (rc *rawClient) dial(ctx context.Context) (*rawConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &rawConn{nc: nc, br: bufio.NewReaderSize(nc, 8<<10)}, nil
+	c := &rawConn{nc: nc, src: connReader{nc: nc}}
+	if sc, ok := nc.(syscall.Conn); ok {
+		c.src.raw, _ = sc.SyscallConn()
+	}
+	c.br = bufio.NewReaderSize(&c.src, 8<<10)
+	return c, nil
+}
+
+// connReader reads a connection, or, while nowait is set, only what has
+// arrived: errWouldBlock instead of waiting (and always on a connection
+// that is not a socket).
+type connReader struct {
+	nc     net.Conn
+	raw    syscall.RawConn
+	nowait bool
+}
+
+func (r *connReader) Read(p []byte) (int, error) {
+	if !r.nowait {
+		return r.nc.Read(p)
+	}
+	if r.raw == nil || len(p) == 0 {
+		return 0, errWouldBlock
+	}
+	var n int
+	var err error
+	if cerr := r.raw.Read(func(fd uintptr) bool {
+		// Go's sockets are non-blocking: a read with nothing to return
+		// fails with EAGAIN instead of waiting.
+		n, err = syscall.Read(int(fd), p)
+		return true // never wait for readiness
+	}); cerr != nil {
+		return 0, cerr
+	}
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EWOULDBLOCK || err == syscall.EINTR:
+		return 0, errWouldBlock
+	case err != nil:
+		return 0, err
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+// errOwedTooLong is a stream that kept sending after its response.
+var errOwedTooLong = errors.New("event stream kept sending after its response")
+
+// settle reads what has arrived of the owed answer, without waiting;
+// done when the answer ended and the connection can carry a request.
+func (c *rawConn) settle() (done bool, err error) {
+	c.src.nowait = true
+	defer func() { c.src.nowait = false }()
+	var scratch [512]byte
+	for {
+		n, err := c.owed.Read(scratch[:])
+		c.discarded += n
+		switch {
+		case err == io.EOF:
+			c.owed, c.discarded = nil, 0
+			return true, nil
+		case err == errWouldBlock:
+			return false, nil
+		case err != nil:
+			return false, err
+		case c.discarded > rawMaxOwed:
+			return false, errOwedTooLong
+		}
+	}
 }
 
 // alive peeks at an idle connection without blocking: a peer that closed
@@ -120,27 +241,70 @@ func alive(nc net.Conn) bool {
 	return cerr == nil && ok
 }
 
-// put returns a connection whose response was read completely.
+// put returns a connection after its answer was taken: ready when the
+// answer's end was read, owed otherwise.
 func (rc *rawClient) put(c *rawConn) {
+	if c.owed != nil {
+		if _, err := c.settle(); err != nil {
+			c.nc.Close()
+			return
+		}
+	}
 	c.used = time.Now()
+	var drop []*rawConn
 	rc.mu.Lock()
-	if rc.closed || len(rc.idle) >= rawMaxIdle {
+	switch {
+	case rc.closed:
+		drop = append(drop, c)
+	case c.owed == nil:
+		rc.idle = append(rc.idle, c)
+	default:
+		rc.owed = append(rc.owed, c)
+	}
+	// Streams held open past rawOwedTimeout, then the longest-owed beyond
+	// the bound, then (the pool full of ready ones) the newcomer.
+	for len(rc.owed) > 0 && c.used.Sub(rc.owed[0].used) >= rawOwedTimeout {
+		drop = append(drop, rc.owed[0])
+		rc.owed = rc.owed[1:]
+	}
+	for len(rc.idle)+len(rc.owed) > rawMaxIdle {
+		if len(rc.owed) > 0 {
+			drop = append(drop, rc.owed[0])
+			rc.owed = rc.owed[1:]
+		} else {
+			drop = append(drop, rc.idle[0])
+			rc.idle = rc.idle[1:]
+		}
+	}
+	rc.mu.Unlock()
+	for _, d := range drop {
+		d.nc.Close()
+	}
+}
+
+// requeue puts owed connections that are still waiting back in the order
+// they were owed.
+func (rc *rawClient) requeue(waiting []*rawConn) {
+	rc.mu.Lock()
+	if rc.closed {
 		rc.mu.Unlock()
-		c.nc.Close()
+		for _, c := range waiting {
+			c.nc.Close()
+		}
 		return
 	}
-	rc.idle = append(rc.idle, c)
+	rc.owed = append(waiting, rc.owed...)
 	rc.mu.Unlock()
 }
 
-// close drops every idle connection and refuses new ones.
+// close drops every pooled connection and refuses new ones.
 func (rc *rawClient) close() {
 	rc.mu.Lock()
-	idle := rc.idle
-	rc.idle = nil
+	pooled := append(rc.idle, rc.owed...)
+	rc.idle, rc.owed = nil, nil
 	rc.closed = true
 	rc.mu.Unlock()
-	for _, c := range idle {
+	for _, c := range pooled {
 		c.nc.Close()
 	}
 }
@@ -236,21 +400,17 @@ func (rc *rawClient) do(ctx context.Context, headers []byte, body net.Buffers) (
 	return &rawExchange{rc: rc, conn: c, stop: stop, resp: resp}, true, nil
 }
 
-// finish releases the connection: back to the pool when the body was read
-// to its end and the connection may be kept, closed otherwise.
-func (ex *rawExchange) finish(complete bool) {
+// finish releases the connection after the answer was taken from it:
+// back to the pool (owing the rest of the answer if it was not read to
+// its end) unless the call was interrupted or the child ends the
+// connection.
+func (ex *rawExchange) finish() {
 	fired := !ex.stop()
-	reuse := complete && !fired && !ex.resp.close
-	if reuse {
-		// The body must be fully consumed for the next response to parse.
-		var b [1]byte
-		if n, err := ex.resp.body.Read(b[:]); n != 0 || err != io.EOF {
-			reuse = false
-		}
-	}
-	if reuse {
-		ex.rc.put(ex.conn)
+	c := ex.conn
+	if fired || ex.resp.close {
+		c.nc.Close()
 		return
 	}
-	ex.conn.nc.Close()
+	c.owed, c.discarded = ex.resp.body, 0
+	ex.rc.put(c)
 }

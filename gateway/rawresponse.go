@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/http/httputil"
 	"strconv"
 )
 
@@ -121,10 +120,10 @@ func readResponseHead(br *bufio.Reader) (*childResponse, error) {
 	case (status >= 100 && status < 200) || status == http.StatusNoContent || status == http.StatusNotModified:
 		r.length, r.body = 0, http.NoBody
 	case chunked:
-		r.length, r.body = -1, &chunkedBody{br: br, cr: httputil.NewChunkedReader(br)}
+		r.length, r.body = -1, &chunkedBody{br: br}
 		r.hint = firstChunkSize(br)
 	case haveLength:
-		r.body = io.LimitReader(br, r.length)
+		r.body = &fixedBody{br: br, n: r.length}
 	default:
 		r.body, r.close = br, true
 	}
@@ -167,31 +166,202 @@ func readHeadLine(br *bufio.Reader, budget *int) ([]byte, error) {
 	return line, nil
 }
 
-// chunkedBody reads a chunked body and, at its end, the trailer section,
-// so the connection is positioned at the next response.
+// errWouldBlock is returned by a body read in settle mode (rawclient.go)
+// when the next bytes have not arrived: nothing was consumed, and the
+// read can be tried again later.
+var errWouldBlock = errors.New("would block")
+
+// errBadChunk is a malformed chunked body.
+var errBadChunk = errors.New("malformed chunked encoding")
+
+// chunkedBody decodes a chunked body (RFC 9112 §7.1) and, at its end, the
+// trailer section, so the connection is positioned at the next response.
+// It is written for being read in two modes: a blocking read while the
+// answer is parsed, and a non-blocking one afterwards that consumes only
+// what has arrived (settle). Every step takes its bytes whole or not at
+// all, so a read that fails with errWouldBlock leaves the state as it was.
 type chunkedBody struct {
-	br   *bufio.Reader
-	cr   io.Reader
-	done bool
+	br      *bufio.Reader
+	n       uint64 // data bytes left in the current chunk
+	crlf    bool   // the CRLF after a chunk's data is next
+	trailer bool   // the last chunk was read; trailer lines follow
+	budget  int    // trailer bytes still allowed
+	err     error  // sticky: io.EOF at the end, or the failure
 }
 
+// maxChunkLine bounds a chunk-size line (net/http allows 4 KiB).
+const maxChunkLine = 4 << 10
+
 func (b *chunkedBody) Read(p []byte) (int, error) {
-	if b.done {
+	total := 0
+	for len(p) > 0 && b.err == nil {
+		if b.n == 0 {
+			// Between chunks: never wait for the next one with data in
+			// hand, only take what is buffered.
+			if err := b.advance(total > 0); err != nil {
+				if total > 0 && err == errWouldBlock {
+					break
+				}
+				return total, err
+			}
+			continue
+		}
+		if total > 0 && b.br.Buffered() == 0 {
+			break
+		}
+		q := p
+		if uint64(len(q)) > b.n {
+			q = q[:b.n]
+		}
+		n, err := b.br.Read(q)
+		total += n
+		p = p[n:]
+		b.n -= uint64(n)
+		b.crlf = b.n == 0
+		if err != nil {
+			if err == errWouldBlock {
+				if total > 0 {
+					break
+				}
+				return 0, err
+			}
+			return total, b.fail(err)
+		}
+	}
+	if total == 0 && b.err != nil {
+		return 0, b.err
+	}
+	return total, nil
+}
+
+// advance moves past the end of a chunk's data to the next chunk with
+// data, or to the end of the body (b.err = io.EOF). With buffered set, it
+// takes only what is already buffered and returns errWouldBlock for more.
+func (b *chunkedBody) advance(buffered bool) error {
+	for b.n == 0 && b.err == nil {
+		switch {
+		case b.crlf:
+			if buffered && b.br.Buffered() < 2 {
+				return errWouldBlock
+			}
+			crlf, err := b.br.Peek(2)
+			if err != nil {
+				return b.fail(err)
+			}
+			if crlf[0] != '\r' || crlf[1] != '\n' {
+				return b.fail(errBadChunk)
+			}
+			_, _ = b.br.Discard(2)
+			b.crlf = false
+		case b.trailer:
+			line, err := b.line(b.budget, buffered)
+			if err != nil {
+				return b.fail(err)
+			}
+			b.budget -= len(line)
+			if len(bytes.TrimRight(line, "\r\n")) == 0 {
+				b.err = io.EOF
+			}
+		default:
+			line, err := b.line(maxChunkLine, buffered)
+			if err != nil {
+				return b.fail(err)
+			}
+			size, ok := parseChunkSize(line)
+			if !ok {
+				return b.fail(errBadChunk)
+			}
+			if size == 0 {
+				b.trailer, b.budget = true, maxResponseHead
+			}
+			b.n = size
+		}
+	}
+	return b.err
+}
+
+// line consumes one whole line (with its ending) of at most limit bytes,
+// or nothing (errWouldBlock when buffered and the line is not).
+func (b *chunkedBody) line(limit int, buffered bool) ([]byte, error) {
+	for {
+		buf, _ := b.br.Peek(b.br.Buffered())
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			if i >= limit {
+				return nil, errBadChunk
+			}
+			line := buf[:i+1]
+			_, _ = b.br.Discard(i + 1)
+			return line, nil
+		}
+		if len(buf) >= limit || len(buf) == b.br.Size() {
+			return nil, errBadChunk
+		}
+		if buffered {
+			return nil, errWouldBlock
+		}
+		if _, err := b.br.Peek(len(buf) + 1); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// fail records a lasting failure; errWouldBlock is not one.
+func (b *chunkedBody) fail(err error) error {
+	if err == errWouldBlock {
+		return err
+	}
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	b.err = err
+	return err
+}
+
+// parseChunkSize parses a chunk-size line: hex digits, optional
+// extensions after ';', optional trailing whitespace, then the line end.
+func parseChunkSize(line []byte) (uint64, bool) {
+	line = bytes.TrimRight(line, " \t\r\n")
+	if i := bytes.IndexByte(line, ';'); i >= 0 {
+		line = bytes.TrimRight(line[:i], " \t")
+	}
+	if len(line) == 0 || len(line) > 16 {
+		return 0, false
+	}
+	var n uint64
+	for _, c := range line {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		n = n<<4 | uint64(c)
+	}
+	return n, n <= 1<<62
+}
+
+// fixedBody is a body of a known length; like chunkedBody, a read that
+// fails with errWouldBlock consumes nothing.
+type fixedBody struct {
+	br *bufio.Reader
+	n  int64
+}
+
+func (b *fixedBody) Read(p []byte) (int, error) {
+	if b.n <= 0 {
 		return 0, io.EOF
 	}
-	n, err := b.cr.Read(p)
+	if int64(len(p)) > b.n {
+		p = p[:b.n]
+	}
+	n, err := b.br.Read(p)
+	b.n -= int64(n)
 	if err == io.EOF {
-		budget := maxResponseHead
-		for {
-			line, lerr := readHeadLine(b.br, &budget)
-			if lerr != nil {
-				return n, lerr
-			}
-			if len(line) == 0 {
-				break
-			}
-		}
-		b.done = true
+		err = io.ErrUnexpectedEOF
 	}
 	return n, err
 }
