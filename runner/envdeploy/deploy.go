@@ -111,10 +111,14 @@ type DeployRequest struct {
 
 // EnvInstance is the env_instances record (runner.md §15.1 step 7).
 type EnvInstance struct {
-	InstanceID          string            `json:"instance_id"`
-	EnvID               string            `json:"env_id"`
-	EnvVersion          int               `json:"env_version"`
-	EnvType             string            `json:"env_type"`
+	InstanceID string `json:"instance_id"`
+	EnvID      string `json:"env_id"`
+	EnvVersion int    `json:"env_version"`
+	EnvType    string `json:"env_type"`
+	// EnvProviderType is the topology: gateway ("" in records of older
+	// builds) or server (no gateway: GatewayURL, GatewayMode and
+	// ControlToken are empty, and the card is the server's own).
+	EnvProviderType     string            `json:"env_provider_type,omitempty"`
 	Status              string            `json:"status"`
 	GatewayURL          string            `json:"gateway_url"`
 	MCPURL              string            `json:"mcp_url"`
@@ -279,7 +283,8 @@ func (d *Deployer) gatewayEnv(ctx context.Context, id string) (*Env, error) {
 	return g, nil
 }
 
-// Deploy deploys an env behind a gateway (runner.md §15.1). On any failure
+// Deploy deploys an env behind a gateway (runner.md §15.1), or alone when
+// its env_provider_type is server (deployServer). On any failure
 // everything created is removed before the error returns.
 func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInstance, err error) {
 	mode := req.GatewayMode
@@ -312,8 +317,14 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		}
 	}
 	d.printf("Found env: id=%s version=%d type=%s", e.ID, e.Version, e.Type)
+	if err := CheckTopology(e); err != nil {
+		return nil, fmt.Errorf("env %s: %w", e.ID, err)
+	}
 	if e.EnvProviderType == ProviderServer {
-		return nil, &registry.InvalidError{Field: "env_provider_type", Value: e.EnvProviderType, Reason: "the server topology is not supported by this build; register the env with --env-provider-type gateway"}
+		if err := checkServerRequest(req); err != nil {
+			return nil, err
+		}
+		return d.deployServer(ctx, b, e, ttl)
 	}
 	servers, err := d.resolve(ctx, e)
 	if err != nil {
@@ -409,7 +420,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	inst = &EnvInstance{InstanceID: id, EnvID: e.ID, EnvVersion: e.Version, EnvType: e.Type, Status: StatusDeployed,
 		GatewayURL: ep.Host, MCPURL: ep.Host + mcpPath, EnvironmentCardURL: cardURL, EnvironmentCard: card,
-		WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
+		EnvProviderType: ProviderGateway, WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
 		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
 		ServerName: serverName, ControlToken: controlToken, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
@@ -439,61 +450,36 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 	if timeout == 0 {
 		timeout = 300 * time.Second
 	}
-	ctx2, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	delay := 10 * time.Millisecond
-	var last string
-	const what = "gateway"
-	for {
-		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
+	var card json.RawMessage
+	err := d.poll(ctx, g, "gateway", "gateway", u, timeout, func(ctx context.Context) (bool, string, error) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		resp, err := d.httpClient().Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-			resp.Body.Close()
-			if resp.StatusCode < 500 {
-				var c protocol.EnvCard
-				if json.Unmarshal(b, &c) == nil && len(c.ChildrenEnvironments) >= children {
-					// The card can list a child before the gateway's tool
-					// discovery has its tools: list them once (runner.md
-					// §15.1 step 6) and wait for every advertised tool.
-					missing, err := d.missingTools(ctx2, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
-					if err == nil && len(missing) == 0 {
-						return b, nil
-					}
-					if err != nil {
-						last = "list_tools: " + err.Error()
-					} else {
-						last = "tools not discovered yet: " + strings.Join(missing, ", ")
-					}
-				} else {
-					last = fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children)
-				}
-			} else {
-				last = "status " + strconv.Itoa(resp.StatusCode)
-			}
-		} else {
-			last = err.Error()
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		if ew, ok := g.(ExitWatcher); ok {
-			if name, dead := ew.Exited(ctx2); dead {
-				return nil, fmt.Errorf("%s exited before the %s was ready; its log tail:\n%s", name, what, g.Logs(context.WithoutCancel(ctx), name, 15))
-			}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+		resp.Body.Close()
+		if resp.StatusCode >= 500 {
+			return false, "status " + strconv.Itoa(resp.StatusCode), nil
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx2.Done():
-			t.Stop()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			logs := g.Logs(context.WithoutCancel(ctx), "gateway", 15)
-			return nil, fmt.Errorf("gateway not ready after %s at %s (%s); gateway log tail:\n%s", timeout, u, last, logs)
-		case <-t.C:
+		var c protocol.EnvCard
+		if json.Unmarshal(b, &c) != nil || len(c.ChildrenEnvironments) < children {
+			return false, fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children), nil
 		}
-		if delay < 100*time.Millisecond {
-			delay *= 2
+		// The card can list a child before the gateway's tool discovery
+		// has its tools: list them once (runner.md §15.1 step 6) and wait
+		// for every advertised tool.
+		missing, err := d.missingTools(ctx, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
+		if err != nil {
+			return false, "list_tools: " + err.Error(), nil
 		}
-	}
+		if len(missing) > 0 {
+			return false, "tools not discovered yet: " + strings.Join(missing, ", "), nil
+		}
+		card = b
+		return true, "", nil
+	})
+	return card, err
 }
 
 // record finds a record in Docs, then RecordsAlso.
