@@ -336,22 +336,12 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB)...", int(ttl.Seconds()), mode)
 
-	now := d.now()
-	id := registry.NewInstanceID(e.ID)
-	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
+	ng, err := d.newGroup(ctx, b, e.ID, ttl)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			cctx, cancel := CleanupContext(ctx)
-			defer cancel()
-			if terr := g.Terminate(cctx); terr != nil {
-				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
-			}
-		}
-	}()
+	defer removePartial(ctx, ng.g, &err)
+	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
 
 	// MCP servers, started in parallel.
 	internal := make([]string, len(servers))
@@ -431,6 +421,40 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	return inst, nil
 }
 
+// instanceGroup is the group of a new instance of owner (an env or agent id)
+// on b, expiring after ttl.
+type instanceGroup struct {
+	id               string // the instance id
+	created, expires time.Time
+	g                Group
+}
+
+// newGroup mints an instance id for owner and creates its group on b.
+func (d *Deployer) newGroup(ctx context.Context, b Backend, owner string, ttl time.Duration) (*instanceGroup, error) {
+	ng := &instanceGroup{id: registry.NewInstanceID(owner), created: d.now()}
+	ng.expires = ng.created.Add(ttl)
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), ng.id), Labels: d.labels(ng.id, ng.expires)})
+	if err != nil {
+		return nil, err
+	}
+	ng.g = g
+	return ng, nil
+}
+
+// removePartial removes the group of a deploy that failed with *err (a
+// deferred call; nothing when *err is nil), on a fresh bounded context,
+// and adds the removal's own failure to *err.
+func removePartial(ctx context.Context, g Group, err *error) {
+	if *err == nil {
+		return
+	}
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if terr := g.Terminate(cctx); terr != nil {
+		*err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", *err, terr)
+	}
+}
+
 // newControlToken is a fresh 256-bit gateway control token.
 func newControlToken() string { return randomHex(32) }
 
@@ -452,15 +476,12 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 	}
 	var card json.RawMessage
 	err := d.poll(ctx, g, "gateway", "gateway", u, timeout, func(ctx context.Context) (bool, string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := d.httpClient().Do(req)
+		status, b, err := d.getCard(ctx, u)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		resp.Body.Close()
-		if resp.StatusCode >= 500 {
-			return false, "status " + strconv.Itoa(resp.StatusCode), nil
+		if status >= 500 {
+			return false, "status " + strconv.Itoa(status), nil
 		}
 		var c protocol.EnvCard
 		if json.Unmarshal(b, &c) != nil || len(c.ChildrenEnvironments) < children {
@@ -480,6 +501,21 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 		return true, "", nil
 	})
 	return card, err
+}
+
+// getCard reads the card at u (at most 4 MiB).
+func (d *Deployer) getCard(ctx context.Context, u string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := d.httpClient().Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, b, err
 }
 
 // record finds a record in Docs, then RecordsAlso.

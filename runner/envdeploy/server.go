@@ -4,14 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/agentenv/agentenv/internal/mcpdial"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
 )
@@ -78,22 +77,12 @@ func (d *Deployer) deployServer(ctx context.Context, b Backend, e *Env, ttl time
 	s := servers[0]
 	name := e.EnvironmentName
 	d.printf("Deploying (ttl=%ds, env_provider_type=server, disk=10.0GB)...", int(ttl.Seconds()))
-	now := d.now()
-	id := registry.NewInstanceID(e.ID)
-	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
+	ng, err := d.newGroup(ctx, b, e.ID, ttl)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			cctx, cancel := CleanupContext(ctx)
-			defer cancel()
-			if terr := g.Terminate(cctx); terr != nil {
-				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
-			}
-		}
-	}()
+	defer removePartial(ctx, ng.g, &err)
+	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
 	ep, err := g.Run(ctx, Workload{Name: name, Role: TypeMCPServer, Source: s.src, Port: MCPPort, PortEnv: "MCP_PORT", Publish: true,
 		Env: map[string]string{"MCP_HOST": "0.0.0.0", "ENVIRONMENT_NAME": name, "SERVICE_NAME": name,
 			"DATABASE_URL": "sqlite:////tmp/" + name + ".sqlite"}})
@@ -134,15 +123,12 @@ func (d *Deployer) waitServerCard(ctx context.Context, g Group, name, u string) 
 	var raw json.RawMessage
 	var card protocol.EnvCard
 	err := d.poll(ctx, g, "server "+name, name, u, timeout, func(ctx context.Context) (bool, string, error) {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		resp, err := d.httpClient().Do(req)
+		status, b, err := d.getCard(ctx, u)
 		if err != nil {
 			return false, err.Error(), nil
 		}
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, "status " + strconv.Itoa(resp.StatusCode), nil
+		if status != http.StatusOK {
+			return false, "status " + strconv.Itoa(status), nil
 		}
 		card = protocol.EnvCard{}
 		if err := json.Unmarshal(b, &card); err != nil {
@@ -184,18 +170,11 @@ func (d *Deployer) checkServerTools(ctx context.Context, g Group, name, mcpURL s
 
 // listTools lists the tool names of the MCP endpoint u.
 func listTools(ctx context.Context, u string) ([]string, error) {
-	c, err := client.NewStreamableHttpClient(u)
+	c, err := mcpdial.Dial(ctx, u, "agentenv-deploy")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
-		ClientInfo: mcp.Implementation{Name: "agentenv-deploy", Version: "1"}}}); err != nil {
-		return nil, err
-	}
 	var names []string
 	req := mcp.ListToolsRequest{}
 	for {

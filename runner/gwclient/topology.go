@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/agentenv/agentenv/envsdk/envclient"
+	"github.com/agentenv/agentenv/internal/mcpdial"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
@@ -94,18 +94,11 @@ func (e *Env) CallTool(ctx context.Context, role, tool string, args map[string]a
 
 // callToolMCP calls tool over the MCP endpoint u.
 func callToolMCP(ctx context.Context, u, tool string, args map[string]any) (*ToolResult, error) {
-	c, err := client.NewStreamableHttpClient(u)
+	c, err := mcpdial.Dial(ctx, u, "agentenv-runner")
 	if err != nil {
 		return nil, err
 	}
 	defer c.Close()
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: mcp.LATEST_PROTOCOL_VERSION,
-		ClientInfo: mcp.Implementation{Name: "agentenv-runner", Version: "1"}}}); err != nil {
-		return nil, fmt.Errorf("MCP %s: %w", u, err)
-	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	req.Params.Arguments = args
