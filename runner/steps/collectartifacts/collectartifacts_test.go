@@ -231,19 +231,7 @@ func equal(a, b map[string]string) bool {
 // entries: one inside is collected with its target's content (not as an
 // empty file), one outside fails the step by name.
 func TestCollectDockerLinks(t *testing.T) {
-	p, err := docker.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Check(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker engine: %v", err)
-		}
-		t.Skipf("no Docker engine: %v", err)
-	}
+	p := dockerOrSkip(t)
 	const ref = "localhost:5000/agentenvtest-collect/echo:v1"
 	envdeploytest.LoadEchoImage(t, p, ref)
 
@@ -296,6 +284,26 @@ func TestCollectDockerLinks(t *testing.T) {
 			}
 		})
 	}
+}
+
+// dockerOrSkip is a provider on the local engine, closed at cleanup;
+// without an engine the test is skipped, or fails under CI=true.
+func dockerOrSkip(t *testing.T) *docker.Provider {
+	t.Helper()
+	p, err := docker.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Check(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no Docker engine: %v", err)
+		}
+		t.Skipf("no Docker engine: %v", err)
+	}
+	return p
 }
 
 // agent_name and env_id collect from the sandbox the agent or env was

@@ -17,7 +17,6 @@ import (
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
-	"github.com/agentenv/agentenv/runner/sandbox/docker"
 )
 
 // On Docker, agent_name and env_id collect from the container of the
@@ -26,19 +25,7 @@ import (
 // naming it with nothing stored, and a copy past its size limit fails the
 // same way on the group as on every sandbox.
 func TestCollectFromDockerAgentAndEnv(t *testing.T) {
-	p, err := docker.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Check(cctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker engine: %v", err)
-		}
-		t.Skipf("no Docker engine: %v", err)
-	}
+	p := dockerOrSkip(t)
 	me := "pid:" + strconv.Itoa(os.Getpid())
 	t.Cleanup(func() {
 		// Nothing of this process may survive the test.

@@ -35,14 +35,18 @@ func TestServerTopologySteps(t *testing.T) {
 	 {"id":"ask","type":"prompt_agent","prompt":"say hi to bob"},
 	 {"id":"sent","type":"env_outcome_verifier","env_id":"solo","verifier_id":"sent","checks":[
 	   {"data":"solo","extract":{"path":"messages","match":{"folder":{"equals":"sent"}},"take":"from"},"predicate":{"equals":"alice@example.com"}}]},
+	 {"id":"snap","type":"snapshot_env","env_id":"solo","snapshot_id":"solo-snap"},
 	 {"id":"reset","type":"reset_env","env_id":"solo"},
 	 {"id":"empty","type":"env_outcome_verifier","env_id":"solo","verifier_id":"empty","checks":[
-	   {"data":"solo","extract":"messages","predicate":{"exists":false}}]}
+	   {"data":"solo","extract":"messages","predicate":{"exists":false}}]},
+	 {"id":"restore","type":"load_artifact","env_id":"solo","artifact_id":"solo-snap"},
+	 {"id":"restored","type":"env_outcome_verifier","env_id":"solo","verifier_id":"restored","checks":[
+	   {"data":"solo","extract":{"path":"messages","match":{"id":{"equals":"m1"}},"take":"id"},"predicate":{"equals":"m1"}}]}
 	]`, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{"loaded", "sent", "empty"} {
+	for _, id := range []string{"loaded", "sent", "empty", "restored"} {
 		if v, _ := rc.Verification(id); v.Score != 1 {
 			t.Errorf("%s: %s", id, asJSON(v))
 		}
