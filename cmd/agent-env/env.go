@@ -60,7 +60,7 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&in.ID, "id", "", "env id (required)")
 	f.StringVar(&in.EnvironmentName, "environment-name", "", "environment name (default: derived from the source's card)")
-	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway or server")
+	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway, or server: deploy the server alone, without a gateway (no triggers, clock or role rules)")
 	f.StringVar(&in.Description, "description", "", "description")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
 	_ = cmd.MarkFlagRequired("id")
@@ -111,7 +111,7 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 	f.StringVar(&in.ID, "id", "", "env id (required)")
 	f.StringArrayVar(&in.MCPServers, "mcp-server", nil, "member env id[:version] (repeatable)")
 	f.StringVar(&in.Name, "name", "", "fixed gateway name (default: env + 4 random digits per deploy)")
-	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway")
+	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway (a multi env always deploys behind one)")
 	f.StringVar(&in.Description, "description", "", "description")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
@@ -122,7 +122,7 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 	var version, ttl int
 	cmd := &cobra.Command{
 		Use:   "deploy",
-		Short: "Deploy an env behind a gateway and print its URLs",
+		Short: "Deploy an env (behind a gateway, or alone with env_provider_type server) and print its URLs",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
@@ -148,7 +148,12 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				fmt.Fprintln(d.stdout, "Deployed!")
 				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
 				fmt.Fprintf(d.stdout, "Env MCP Url: %s\n", inst.MCPURL)
-				fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
+				if inst.EnvProviderType == envdeploy.ProviderServer {
+					fmt.Fprintf(d.stdout, "Env Card Url: %s\n", inst.EnvironmentCardURL)
+					fmt.Fprintln(d.stdout, "Env Gateway Url: none (env_provider_type server)")
+				} else {
+					fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
+				}
 				fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
 				return nil
 			})

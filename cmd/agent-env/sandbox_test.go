@@ -96,6 +96,46 @@ func TestEnvCLIProcess(t *testing.T) {
 	}
 }
 
+// An env registered with the server topology deploys alone: the CLI prints
+// its card URL and no gateway, refuses what only a gateway honours, and a
+// multi env with that topology is never stored.
+func TestEnvCLIServerTopology(t *testing.T) {
+	bins := envdeploytest.Build(t)
+	c := newCLI(t)
+	code, out, errb := c.run("env", "mcp-server", "put", "--id", "solo", "--binary", bins.Echo, "--environment-name", "solo", "--env-provider-type", "server")
+	if code != 0 || !strings.Contains(out, "env_provider_type=server") {
+		t.Fatalf("put: %d %s %s", code, out, errb)
+	}
+	if code, _, errb := c.run("env", "multi", "put", "--id", "m", "--mcp-server", "solo", "--env-provider-type", "server"); code != 1 ||
+		!strings.Contains(errb, "env_provider_type") {
+		t.Errorf("server-topology multi env: %d %s", code, errb)
+	}
+	if code, _, errb := c.run("env", "deploy", "--id", "solo", "--sandbox", "process", "--gateway-mode", "consistent"); code != 1 ||
+		!strings.Contains(errb, `invalid gateway_mode "consistent"`) || !strings.Contains(errb, "server topology") {
+		t.Errorf("consistent mode: %d %s", code, errb)
+	}
+	code, out, errb = c.run("env", "deploy", "--id", "solo", "--sandbox", "process", "--ttl-seconds", "600")
+	m := instanceIDRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("deploy: %d %s %s", code, out, errb)
+	}
+	for _, want := range []string{"Deployed!\n", "Env MCP Url: http://127.0.0.1:", "/mcp\n", "Env Card Url: http://127.0.0.1:",
+		"/.well-known/agent-env.json\n", "Env Gateway Url: none (env_provider_type server)\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("deploy output lacks %q:\n%s", want, out)
+		}
+	}
+	if code, out, _ := c.run("env", "get-instance", "--id", m[1]); code != 0 || !strings.Contains(out, `"env_provider_type": "server"`) {
+		t.Errorf("get-instance: %d %s", code, out)
+	}
+	if code, out, errb := c.run("env", "teardown", "--instance-id", m[1]); code != 0 || out != "Tore down "+m[1]+".\n" {
+		t.Errorf("teardown: %d %q %s", code, out, errb)
+	}
+	if left, _ := os.ReadDir(filepath.Join(c.sandboxDir, "process")); len(left) != 0 {
+		t.Errorf("process groups left: %v", left)
+	}
+}
+
 func TestEnvCLIBadInput(t *testing.T) {
 	c := newCLI(t)
 	cases := []struct {

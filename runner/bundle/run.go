@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/internal/steplines"
 )
 
 // Outcomes of a task run (runner.md §8).
@@ -100,18 +101,6 @@ func (rep *Report) Teardown(ctx context.Context) (int, error) {
 	return n, errors.Join(errs...)
 }
 
-// syncWriter serialises lines from concurrent runs.
-type syncWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (s *syncWriter) printf(format string, args ...any) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	fmt.Fprintf(s.w, format, args...)
-}
-
 // Run executes the selected tasks of a materialised bundle (at most
 // Concurrency at once, sharing one run_group_id), prints progress, the
 // summary and the teardown line, and tears every sandbox down unless Keep.
@@ -130,7 +119,7 @@ func Run(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Materia
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	out := &syncWriter{w: opts.Out}
+	out := steplines.New(opts.Out)
 	selected, skipped, err := selectTasks(m, opts.Tasks)
 	if err != nil {
 		return nil, err
@@ -155,12 +144,12 @@ func Run(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Materia
 	wg.Wait()
 	rep.Runs = runs
 
-	out.printf("\nTasks:\n")
+	out.Printf("\nTasks:\n")
 	for _, tr := range runs {
-		out.printf("  %s\n", tr.SummaryLine())
+		out.Printf("  %s\n", tr.SummaryLine())
 	}
 	for _, s := range skipped {
-		out.printf("  %s: skipped\n", s)
+		out.Printf("  %s: skipped\n", s)
 	}
 	if !opts.Keep {
 		n, err := rep.Teardown(ctx)
@@ -168,7 +157,7 @@ func Run(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Materia
 		if n == 1 {
 			noun = "sandbox"
 		}
-		out.printf("Tore down %d %s.\n", n, noun)
+		out.Printf("Tore down %d %s.\n", n, noun)
 		if err != nil {
 			return rep, fmt.Errorf("teardown: %w", err)
 		}
@@ -224,37 +213,20 @@ func selectTasks(m *Materialised, names []string) ([]Task, []string, error) {
 	return sel, skipped, nil
 }
 
-func runOne(ctx context.Context, r *runner.Runner, rc *runner.RunContext, tr *TaskRun, out *syncWriter, o RunOptions) {
+func runOne(ctx context.Context, r *runner.Runner, rc *runner.RunContext, tr *TaskRun, out *steplines.Writer, o RunOptions) {
 	file := tr.Task.File
 	started := o.Now()
-	res, err := r.Run(ctx, tr.Task.Task, rc, &runner.RunOptions{
-		Documents: o.Documents,
-		OnStepStart: func(i, n int, d *runner.StepDef) {
-			out.printf("[%s] step %d/%d %s (%s)\n", file, i+1, n, d.ID, d.Type)
-			if o.OnStepStart != nil {
-				o.OnStepStart(file, i, n, d)
-			}
-		},
-		OnStepComplete: func(i, n int, d *runner.StepDef, secs float64, err error) {
-			if o.OnStepComplete != nil {
-				o.OnStepComplete(file, i, n, d, secs, err)
-			}
-			if err != nil {
-				out.printf("[%s] step %d/%d %s failed in %.1fs: %v\n", file, i+1, n, d.ID, secs, err)
-				return
-			}
-			out.printf("[%s] step %d/%d %s done in %.1fs\n", file, i+1, n, d.ID, secs)
-		},
-	})
+	res, err := r.Run(ctx, tr.Task.Task, rc, out.Wire(&runner.RunOptions{Documents: o.Documents},
+		steplines.Steps{Label: file, Done: true, OnStart: o.OnStepStart, OnComplete: o.OnStepComplete}))
 	tr.Result, tr.Err = res, err
 	tr.Seconds = o.Now().Sub(started).Seconds()
 	tr.Scores = scores(tr.Task.Task, rc)
 	tr.Outcome = outcome(res, err, tr.Scores)
 	switch tr.Outcome {
 	case Failed:
-		out.printf("[%s] failed in %.1fs: %v\n", file, tr.Seconds, failure(res, err))
+		out.Printf("[%s] failed in %.1fs: %v\n", file, tr.Seconds, failure(res, err))
 	default:
-		out.printf("[%s] %s in %.1fs\n", file, tr.Outcome, tr.Seconds)
+		out.Printf("[%s] %s in %.1fs\n", file, tr.Outcome, tr.Seconds)
 	}
 }
 

@@ -98,22 +98,12 @@ func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (ins
 		join = append(join, ei.SandboxID)
 		mcpURLs[ei.InstanceID] = ei.InternalMCPURL
 	}
-	now := d.now()
-	id := registry.NewInstanceID(a.ID)
-	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
+	ng, err := d.newGroup(ctx, b, a.ID, ttl)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			cctx, cancel := CleanupContext(ctx)
-			defer cancel()
-			if terr := g.Terminate(cctx); terr != nil {
-				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
-			}
-		}
-	}()
+	defer removePartial(ctx, ng.g, &err)
+	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
 	env := map[string]string{"A2A_HOST": "0.0.0.0"}
 	maps.Copy(env, a.EnvVars)
 	maps.Copy(env, req.EnvVars)

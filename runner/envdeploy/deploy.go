@@ -111,10 +111,14 @@ type DeployRequest struct {
 
 // EnvInstance is the env_instances record (runner.md §15.1 step 7).
 type EnvInstance struct {
-	InstanceID          string            `json:"instance_id"`
-	EnvID               string            `json:"env_id"`
-	EnvVersion          int               `json:"env_version"`
-	EnvType             string            `json:"env_type"`
+	InstanceID string `json:"instance_id"`
+	EnvID      string `json:"env_id"`
+	EnvVersion int    `json:"env_version"`
+	EnvType    string `json:"env_type"`
+	// EnvProviderType is the topology: gateway ("" in records of older
+	// builds) or server (no gateway: GatewayURL, GatewayMode and
+	// ControlToken are empty, and the card is the server's own).
+	EnvProviderType     string            `json:"env_provider_type,omitempty"`
 	Status              string            `json:"status"`
 	GatewayURL          string            `json:"gateway_url"`
 	MCPURL              string            `json:"mcp_url"`
@@ -279,7 +283,8 @@ func (d *Deployer) gatewayEnv(ctx context.Context, id string) (*Env, error) {
 	return g, nil
 }
 
-// Deploy deploys an env behind a gateway (runner.md §15.1). On any failure
+// Deploy deploys an env behind a gateway (runner.md §15.1), or alone when
+// its env_provider_type is server (deployServer). On any failure
 // everything created is removed before the error returns.
 func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInstance, err error) {
 	mode := req.GatewayMode
@@ -312,8 +317,14 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		}
 	}
 	d.printf("Found env: id=%s version=%d type=%s", e.ID, e.Version, e.Type)
+	if err := CheckTopology(e); err != nil {
+		return nil, fmt.Errorf("env %s: %w", e.ID, err)
+	}
 	if e.EnvProviderType == ProviderServer {
-		return nil, &registry.InvalidError{Field: "env_provider_type", Value: e.EnvProviderType, Reason: "the server topology is not supported by this build; register the env with --env-provider-type gateway"}
+		if err := checkServerRequest(req); err != nil {
+			return nil, err
+		}
+		return d.deployServer(ctx, b, e, ttl)
 	}
 	servers, err := d.resolve(ctx, e)
 	if err != nil {
@@ -325,22 +336,12 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB)...", int(ttl.Seconds()), mode)
 
-	now := d.now()
-	id := registry.NewInstanceID(e.ID)
-	expires := now.Add(ttl)
-	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), id), Labels: d.labels(id, expires)})
+	ng, err := d.newGroup(ctx, b, e.ID, ttl)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil {
-			cctx, cancel := CleanupContext(ctx)
-			defer cancel()
-			if terr := g.Terminate(cctx); terr != nil {
-				err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", err, terr)
-			}
-		}
-	}()
+	defer removePartial(ctx, ng.g, &err)
+	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
 
 	// MCP servers, started in parallel.
 	internal := make([]string, len(servers))
@@ -409,7 +410,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	inst = &EnvInstance{InstanceID: id, EnvID: e.ID, EnvVersion: e.Version, EnvType: e.Type, Status: StatusDeployed,
 		GatewayURL: ep.Host, MCPURL: ep.Host + mcpPath, EnvironmentCardURL: cardURL, EnvironmentCard: card,
-		WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
+		EnvProviderType: ProviderGateway, WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
 		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
 		ServerName: serverName, ControlToken: controlToken, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
@@ -418,6 +419,40 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		return nil, fmt.Errorf("record env instance: %w", err)
 	}
 	return inst, nil
+}
+
+// instanceGroup is the group of a new instance of owner (an env or agent id)
+// on b, expiring after ttl.
+type instanceGroup struct {
+	id               string // the instance id
+	created, expires time.Time
+	g                Group
+}
+
+// newGroup mints an instance id for owner and creates its group on b.
+func (d *Deployer) newGroup(ctx context.Context, b Backend, owner string, ttl time.Duration) (*instanceGroup, error) {
+	ng := &instanceGroup{id: registry.NewInstanceID(owner), created: d.now()}
+	ng.expires = ng.created.Add(ttl)
+	g, err := b.CreateGroup(ctx, GroupSpec{ID: groupID(b.Type(), ng.id), Labels: d.labels(ng.id, ng.expires)})
+	if err != nil {
+		return nil, err
+	}
+	ng.g = g
+	return ng, nil
+}
+
+// removePartial removes the group of a deploy that failed with *err (a
+// deferred call; nothing when *err is nil), on a fresh bounded context,
+// and adds the removal's own failure to *err.
+func removePartial(ctx context.Context, g Group, err *error) {
+	if *err == nil {
+		return
+	}
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if terr := g.Terminate(cctx); terr != nil {
+		*err = fmt.Errorf("%w (and removing the partial deploy failed: %v)", *err, terr)
+	}
 }
 
 // newControlToken is a fresh 256-bit gateway control token.
@@ -439,61 +474,48 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 	if timeout == 0 {
 		timeout = 300 * time.Second
 	}
-	ctx2, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	delay := 10 * time.Millisecond
-	var last string
-	const what = "gateway"
-	for {
-		req, _ := http.NewRequestWithContext(ctx2, http.MethodGet, u, nil)
-		resp, err := d.httpClient().Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-			resp.Body.Close()
-			if resp.StatusCode < 500 {
-				var c protocol.EnvCard
-				if json.Unmarshal(b, &c) == nil && len(c.ChildrenEnvironments) >= children {
-					// The card can list a child before the gateway's tool
-					// discovery has its tools: list them once (runner.md
-					// §15.1 step 6) and wait for every advertised tool.
-					missing, err := d.missingTools(ctx2, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
-					if err == nil && len(missing) == 0 {
-						return b, nil
-					}
-					if err != nil {
-						last = "list_tools: " + err.Error()
-					} else {
-						last = "tools not discovered yet: " + strings.Join(missing, ", ")
-					}
-				} else {
-					last = fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children)
-				}
-			} else {
-				last = "status " + strconv.Itoa(resp.StatusCode)
-			}
-		} else {
-			last = err.Error()
+	var card json.RawMessage
+	err := d.poll(ctx, g, "gateway", "gateway", u, timeout, func(ctx context.Context) (bool, string, error) {
+		status, b, err := d.getCard(ctx, u)
+		if err != nil {
+			return false, err.Error(), nil
 		}
-		if ew, ok := g.(ExitWatcher); ok {
-			if name, dead := ew.Exited(ctx2); dead {
-				return nil, fmt.Errorf("%s exited before the %s was ready; its log tail:\n%s", name, what, g.Logs(context.WithoutCancel(ctx), name, 15))
-			}
+		if status >= 500 {
+			return false, "status " + strconv.Itoa(status), nil
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx2.Done():
-			t.Stop()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			logs := g.Logs(context.WithoutCancel(ctx), "gateway", 15)
-			return nil, fmt.Errorf("gateway not ready after %s at %s (%s); gateway log tail:\n%s", timeout, u, last, logs)
-		case <-t.C:
+		var c protocol.EnvCard
+		if json.Unmarshal(b, &c) != nil || len(c.ChildrenEnvironments) < children {
+			return false, fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children), nil
 		}
-		if delay < 100*time.Millisecond {
-			delay *= 2
+		// The card can list a child before the gateway's tool discovery
+		// has its tools: list them once (runner.md §15.1 step 6) and wait
+		// for every advertised tool.
+		missing, err := d.missingTools(ctx, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
+		if err != nil {
+			return false, "list_tools: " + err.Error(), nil
 		}
+		if len(missing) > 0 {
+			return false, "tools not discovered yet: " + strings.Join(missing, ", "), nil
+		}
+		card = b
+		return true, "", nil
+	})
+	return card, err
+}
+
+// getCard reads the card at u (at most 4 MiB).
+func (d *Deployer) getCard(ctx context.Context, u string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, nil, err
 	}
+	resp, err := d.httpClient().Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	return resp.StatusCode, b, err
 }
 
 // record finds a record in Docs, then RecordsAlso.

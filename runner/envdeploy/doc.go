@@ -6,8 +6,11 @@
 // reachable by the env name), one gateway (INTERNAL_MCP_SERVERS,
 // REST_PROXY_URLS, MCP_SERVER_NAME, GATEWAY_MODE) that alone is published on
 // 127.0.0.1, readiness through the gateway's card, and an env_instances
-// record. Agents run one workload each with A2A_PORT, inside the groups of
-// the envs they use.
+// record. An mcp_server env registered with env_provider_type "server"
+// deploys alone instead (server.go): one published workload, no gateway,
+// its own card as the env's card; CheckTopology refuses, at put and at
+// deploy, a document that topology can never deploy. Agents run one
+// workload each with A2A_PORT, inside the groups of the envs they use.
 //
 // A Backend is a group runner: the Docker backend (runner/sandbox/docker)
 // maps a group to a bridge network and a workload to a container; the

@@ -287,6 +287,10 @@ func (p *Putter) PutMCPServer(ctx context.Context, in MCPServerInput) (*Env, err
 	if err := ValidEnvironmentName(name); err != nil {
 		return nil, err
 	}
+	// Refuse a document that can never deploy before building anything.
+	if err := CheckTopology(&Env{Type: TypeMCPServer, EnvironmentName: name, EnvProviderType: in.EnvProviderType}); err != nil {
+		return nil, err
+	}
 	artifactID := registry.EnvImageArtifactID(in.ID)
 	if !registry.ValidRepository(artifactID) {
 		return nil, &registry.InvalidError{Field: "id", Value: in.ID, Reason: "must be usable as an image name (lowercase letters, digits, '-', '_', '.')"}
@@ -375,8 +379,8 @@ func (p *Putter) PutMulti(ctx context.Context, in MultiInput) (*Env, error) {
 	if len(in.MCPServers) == 0 {
 		return nil, &registry.InvalidError{Field: "mcp_server", Reason: "at least one --mcp-server is required"}
 	}
-	if in.EnvProviderType != "" && in.EnvProviderType != ProviderGateway {
-		return nil, &registry.InvalidError{Field: "env_provider_type", Value: in.EnvProviderType, Reason: "a multi env needs the gateway provider"}
+	if err := CheckTopology(&Env{Type: TypeMulti, EnvProviderType: in.EnvProviderType}); err != nil {
+		return nil, err
 	}
 	if in.Name != "" {
 		if err := ValidEnvironmentName(in.Name); err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/internal/steplines"
 )
 
 // Outcomes of one run.
@@ -133,7 +134,7 @@ func Run(ctx context.Context, r *runner.Runner, jobs []Job, o *RunOptions) (*Rep
 			return nil, fmt.Errorf("output dir: %w", err)
 		}
 	}
-	out := &lineWriter{w: opts.Out}
+	out := steplines.New(opts.Out)
 	group := registry.RandomSuffix(32)
 	rep := &Report{K: opts.K}
 	sem := make(chan struct{}, opts.MaxConcurrency)
@@ -179,28 +180,13 @@ func Run(ctx context.Context, r *runner.Runner, jobs []Job, o *RunOptions) (*Rep
 
 // runOnce runs one task once, tears its sandboxes down and writes its
 // context; the error is the teardown's.
-func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, group string, o RunOptions, out *lineWriter) error {
+func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, group string, o RunOptions, out *steplines.Writer) error {
 	label := fmt.Sprintf("%s run %d/%d", rr.Name, rr.Run, o.K)
 	rc := runner.NewRunContext(initial(o, group), job.Services)
 	rr.InstanceID = registry.NewInstanceID(job.Task.ID)
 	started := time.Now()
-	res, err := r.Run(ctx, job.Task, rc, &runner.RunOptions{
-		InstanceID: rr.InstanceID, Documents: job.Documents,
-		OnStepStart: func(i, n int, d *runner.StepDef) {
-			out.printf("[%s] step %d/%d %s (%s)\n", label, i+1, n, d.ID, d.Type)
-			if o.OnStepStart != nil {
-				o.OnStepStart(label, i, n, d)
-			}
-		},
-		OnStepComplete: func(i, n int, d *runner.StepDef, secs float64, serr error) {
-			if o.OnStepComplete != nil {
-				o.OnStepComplete(label, i, n, d, secs, serr)
-			}
-			if serr != nil {
-				out.printf("[%s] step %d/%d %s failed in %.1fs: %v\n", label, i+1, n, d.ID, secs, serr)
-			}
-		},
-	})
+	res, err := r.Run(ctx, job.Task, rc, out.Wire(&runner.RunOptions{InstanceID: rr.InstanceID, Documents: job.Documents},
+		steplines.Steps{Label: label, OnStart: o.OnStepStart, OnComplete: o.OnStepComplete}))
 	// Tear down at once, whatever happened: a cancelled run's sandboxes
 	// go too (TeardownRun ignores ctx's cancellation).
 	n, terr := r.TeardownRun(ctx, rc, 0)
@@ -220,7 +206,7 @@ func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, grou
 	if rr.Error != "" {
 		line += ": " + rr.Error
 	}
-	out.printf("%s\n", line)
+	out.Printf("%s\n", line)
 	if terr != nil {
 		return fmt.Errorf("%s: teardown: %w", label, terr)
 	}
@@ -309,16 +295,4 @@ func stats(jobs []Job, runs []*RunResult, k int) []TaskStats {
 // fileSafe maps an id to a file name stem.
 func fileSafe(id string) string {
 	return strings.NewReplacer("/", "_", "\\", "_", ":", "_").Replace(id)
-}
-
-// lineWriter serialises lines from concurrent runs.
-type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lineWriter) printf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, format, args...)
 }

@@ -28,6 +28,9 @@ var (
 	// ErrNotRegular is an entry that is neither a folder, a regular file nor
 	// a symlink to one of those (a socket, a FIFO, a device).
 	ErrNotRegular = errors.New("not a regular file or folder")
+	// ErrTooLarge is a copy whose files add up to more than
+	// CopyOutOptions.MaxBytes.
+	ErrTooLarge = errors.New("copy exceeds its size limit")
 )
 
 // maxLinkHops bounds link chains, as Linux's 40-link limit does.
@@ -67,6 +70,16 @@ type CopyOutOptions struct {
 	// (files and symlinks, before a link is resolved); true leaves the path
 	// out, and a skipped link is never resolved.
 	Skip func(rel string) bool
+	// MaxBytes bounds the total size of the files handed to fn (a file
+	// reached through two links counts twice); past it the copy fails with
+	// an error wrapping ErrTooLarge that names the file and the limit, and
+	// fn is not called for that file. 0 means no bound.
+	MaxBytes int64
+}
+
+// TooLarge is the error of a copy of root past max bytes at file rel.
+func TooLarge(root, rel string, max int64) error {
+	return fmt.Errorf("copy out %s: %w: the files up to %s exceed %d bytes", root, ErrTooLarge, rel, max)
 }
 
 // Tree is a provider's view of the folder being copied, for WalkTree.
@@ -106,7 +119,7 @@ func WalkTree(ctx context.Context, t Tree, root string, o *CopyOutOptions, fn fu
 	if o != nil {
 		opts = *o
 	}
-	w := &walker{ctx: ctx, t: t, root: root, skip: opts.Skip, fn: fn}
+	w := &walker{ctx: ctx, t: t, root: root, skip: opts.Skip, fn: fn, max: opts.MaxBytes}
 	if len(opts.Paths) == 0 {
 		return w.walkDir(".", ".", []string{"."})
 	}
@@ -138,6 +151,8 @@ type walker struct {
 	root string
 	skip func(string) bool
 	fn   func(File) error
+	max  int64 // MaxBytes
+	used int64 // bytes handed to fn so far
 }
 
 func (w *walker) linkErr(link, target string, err error) error {
@@ -281,6 +296,9 @@ func (w *walker) emit(shown, real string, mode fs.FileMode) error {
 	b, perm, err := w.t.ReadFile(real)
 	if err != nil {
 		return fmt.Errorf("copy out %s: %w", path.Join(w.root, shown), err)
+	}
+	if w.used += int64(len(b)); w.max > 0 && w.used > w.max {
+		return TooLarge(w.root, shown, w.max)
 	}
 	return w.fn(File{Path: shown, Data: b, Mode: perm.Perm()})
 }

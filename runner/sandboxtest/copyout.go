@@ -179,6 +179,24 @@ func copyOut(t *testing.T, p sandbox.Provider, opts Options) {
 		checkRefused(t, err, "/app/via", "b", "../secret.txt", sandbox.ErrLinkOutside)
 	})
 
+	t.Run("SizeLimit", func(t *testing.T) {
+		write(t, "/app/big/a.txt", "0123456789")
+		write(t, "/app/big/b.txt", "0123456789")
+		if got, err := collect("/app/big", &sandbox.CopyOutOptions{MaxBytes: 20}); err != nil || len(got) != 2 {
+			t.Errorf("copy at the limit = %v, %v", got, err)
+		}
+		// Past the limit, with or without a filter, the copy fails naming
+		// the folder; skipped files do not count.
+		for _, o := range []*sandbox.CopyOutOptions{{MaxBytes: 19}, {MaxBytes: 19, Skip: func(string) bool { return false }}} {
+			if _, err := collect("/app/big", o); !errors.Is(err, sandbox.ErrTooLarge) || !strings.Contains(err.Error(), "/app/big") {
+				t.Errorf("copy past the limit: %v, want ErrTooLarge naming /app/big", err)
+			}
+		}
+		if got, err := collect("/app/big", &sandbox.CopyOutOptions{MaxBytes: 10, Skip: func(rel string) bool { return rel == "b.txt" }}); err != nil || len(got) != 1 {
+			t.Errorf("copy of what the filter keeps = %v, %v", got, err)
+		}
+	})
+
 	t.Run("MissingRoot", func(t *testing.T) {
 		if _, err := collect("/app/no-such-folder", nil); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("CopyOut of a missing folder: %v, want fs.ErrNotExist", err)

@@ -11,7 +11,9 @@
 // calls a tool of each through /mcp and /step from the host, deploys the
 // scripted agent that reaches the env through the URL the record gives it
 // (the network alias on Docker) and calls a tool, tears everything down
-// (twice), checks that nothing carrying the instance labels is left, and
+// (twice), deploys one echo server alone (the server topology: no gateway,
+// the server's card is the env's, an agent reaches it directly), checks
+// that nothing carrying the instance labels is left, and
 // that bad input (an unknown env, a source the backend cannot run) leaves
 // nothing running.
 package envdeploytest

@@ -136,6 +136,8 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 	const pairID, agentID = "@local/suite/pair", "scripted"
 	_, err = put.PutMulti(ctx, envdeploy.MultiInput{ID: pairID, MCPServers: []string{"alpha", "beta:1"}})
 	must(err)
+	_, err = put.PutAgent(ctx, envdeploy.AgentInput{ID: agentID, Image: envdeploy.ImageInput{Binary: bins.Agent}})
+	must(err)
 
 	storeID := "suite" + randomHex(6)
 	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{b.Type(): b}, DefaultSandbox: b.Type(),
@@ -254,8 +256,6 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 
 		// The agent reaches the env by the URL its record names (the
 		// gateway's network alias on Docker).
-		_, err = put.PutAgent(ctx, envdeploy.AgentInput{ID: agentID, Image: envdeploy.ImageInput{Binary: bins.Agent}})
-		must(err)
 		ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID},
 			EnvInstances: []string{inst.InstanceID}, EnvVars: map[string]string{"SCRIPTED_AGENT_SCRIPT": Script}})
 		must(err)
@@ -291,6 +291,88 @@ func Run(t *testing.T, newBackend func(t *testing.T) envdeploy.Backend, o *Optio
 		if err := d.Teardown(ctx, "0123456789abcdef0123456789abcdef"); !errors.Is(err, registry.ErrNotFound) {
 			t.Errorf("teardown of an unknown instance: %v, want ErrNotFound", err)
 		}
+	})
+
+	t.Run("ServerTopology", func(t *testing.T) {
+		// Documents that can never deploy alone are refused at put, naming
+		// the field, and nothing is stored.
+		_, err := put.PutMulti(ctx, envdeploy.MultiInput{ID: "solo-multi", MCPServers: []string{"alpha"}, EnvProviderType: envdeploy.ProviderServer})
+		var inv *registry.InvalidError
+		if !errors.As(err, &inv) || inv.Field != "env_provider_type" {
+			t.Errorf("server-topology multi env: %v, want an error naming env_provider_type", err)
+		}
+		if _, err := st.Docs.Versions(ctx, registry.Envs, "solo-multi"); !errors.Is(err, registry.ErrNotFound) {
+			t.Errorf("refused multi env stored: %v", err)
+		}
+		_, err = put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "solo", EnvironmentName: "solo", EnvProviderType: envdeploy.ProviderServer,
+			Image: envdeploy.ImageInput{Binary: bins.Echo}})
+		must(err)
+		// Options only a gateway honours are refused before anything runs.
+		_, err = d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "solo"}, GatewayMode: envdeploy.ModeConsistent})
+		if !errors.As(err, &inv) || inv.Field != "gateway_mode" || !strings.Contains(err.Error(), "server topology") {
+			t.Errorf("consistent mode on the server topology: %v", err)
+		}
+		leftovers("after a refused server deploy")
+
+		inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "solo"}, TTL: 600 * time.Second})
+		must(err)
+		tornDown := false
+		t.Cleanup(func() {
+			if !tornDown {
+				_ = d.Teardown(context.Background(), inst.InstanceID)
+			}
+		})
+		if inst.EnvProviderType != envdeploy.ProviderServer || inst.GatewayURL != "" || inst.ControlToken != "" ||
+			!strings.HasPrefix(inst.MCPURL, "http://127.0.0.1:") || !strings.HasSuffix(inst.MCPURL, "/mcp") ||
+			len(inst.MCPServers) != 1 || inst.MCPServers[0] != "solo" {
+			t.Fatalf("instance %+v", inst)
+		}
+		// The env's card is the server's own.
+		var card protocol.EnvCard
+		must(json.Unmarshal(inst.EnvironmentCard, &card))
+		if card.Name != "solo" || len(card.ChildrenEnvironments) != 0 {
+			t.Errorf("card %s", inst.EnvironmentCard)
+		}
+		resp, err := http.Get(inst.EnvironmentCardURL)
+		must(err)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSuffix(inst.EnvironmentCardURL, protocol.EnvCardPath)+"/mcp" != inst.MCPURL {
+			t.Errorf("card URL %s: %d (MCP URL %s)", inst.EnvironmentCardURL, resp.StatusCode, inst.MCPURL)
+		}
+		// Tools answer unprefixed and without a credential: there is no
+		// gateway to hold roles.
+		c := mcpClient(t, ctx, inst.MCPURL, "")
+		req := mcp.CallToolRequest{}
+		req.Params.Name = "solo_echo"
+		req.Params.Arguments = map[string]any{"text": "hi solo"}
+		res, err := c.CallTool(ctx, req)
+		if err != nil || res.IsError {
+			t.Fatalf("/mcp solo_echo: %+v %v", res, err)
+		}
+		// An agent reaches it by the URL the record gives it.
+		ai, err := d.DeployAgent(ctx, envdeploy.AgentDeployRequest{Agent: registry.Ref{ID: agentID},
+			EnvInstances: []string{inst.InstanceID}, EnvVars: map[string]string{"SCRIPTED_AGENT_SCRIPT": strings.ReplaceAll(Script, "alpha_echo", "solo_echo")}})
+		must(err)
+		t.Cleanup(func() { _ = d.TeardownAgent(context.Background(), ai.InstanceID) })
+		envURL := ai.EnvMCPURLs[inst.InstanceID]
+		if envURL == "" || envURL != inst.InternalMCPURL {
+			t.Fatalf("agent env URLs %v, env internal %q", ai.EnvMCPURLs, inst.InternalMCPURL)
+		}
+		ac := &agentsdktest.Client{BaseURL: ai.APIURL}
+		if st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentMCPConfigPath, map[string]any{"url": envURL, "name": "env"}); err != nil || st != 200 {
+			t.Fatalf("mcp-config add: %d %s %v", st, body, err)
+		}
+		task, err := ac.Prompt(ctx, "c1", "please echo")
+		if err != nil || task.Status.State != "completed" || !strings.Contains(task.Text(), "from-agent") {
+			t.Fatalf("agent prompt: %+v %v", task, err)
+		}
+		must(d.TeardownAgent(ctx, ai.InstanceID))
+		must(d.Teardown(ctx, inst.InstanceID))
+		tornDown = true
+		if rec, _ := d.GetInstance(ctx, inst.InstanceID); rec == nil || rec.Status != envdeploy.StatusTornDown || rec.EnvProviderType != envdeploy.ProviderServer {
+			t.Errorf("record after teardown: %+v", rec)
+		}
+		leftovers("after the server topology's teardown")
 	})
 
 	t.Run("Prune", func(t *testing.T) {
@@ -365,7 +447,11 @@ func randomHex(n int) string {
 
 func mcpClient(t *testing.T, ctx context.Context, u, credential string) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + credential}))
+	hs := map[string]string{}
+	if credential != "" {
+		hs["Authorization"] = "Bearer " + credential
+	}
+	tr, err := transport.NewStreamableHTTP(u, transport.WithHTTPHeaders(hs))
 	if err != nil {
 		t.Fatal(err)
 	}

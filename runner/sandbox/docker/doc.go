@@ -9,7 +9,9 @@
 // <id>-<name> with the network alias <name>, only published workloads get a
 // host port (127.0.0.1, chosen by the engine), and every container gets
 // host.docker.internal mapped to the host gateway so a model endpoint on
-// this machine is reachable. As a sandbox.Provider it creates
+// this machine is reachable; files are copied out of a group (an agent's
+// container, an env server's, never the gateway's) as out of a container
+// sandbox. As a sandbox.Provider it creates
 // container-mode sandboxes (one container with a published port) for the
 // runner's deploy_sandbox step.
 //

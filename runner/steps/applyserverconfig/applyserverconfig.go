@@ -205,7 +205,7 @@ func (c *Config) target(ctx context.Context, env *gwclient.Env, svc string, time
 			return nil, nil
 		}
 	}
-	cl := env.Gateway.Server(svc)
+	cl := env.Server(svc)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	card, err := cl.GetCard(cctx)

@@ -10,8 +10,11 @@
 // folder under base_path (a file is collected under the link's path with
 // its target's content); a link that leads out of base_path, dangles or
 // loops fails the step with an error naming the link and its target, and
-// nothing is stored. A provider whose sandboxes cannot copy files out
-// fails the step with an error naming the provider. Collecting from
+// nothing is stored; so does a collection past MaxBytes. Every provider
+// copies out of its env and agent groups too: the process backend from
+// the group's work folder, Docker from the agent's container or the env
+// server's (never the gateway's). A provider whose sandboxes cannot copy
+// files out fails the step with an error naming the provider. Collecting from
 // manifest steps and containers is a later phase. The step is refused in
 // bundle runs, whose outputs must keep @local ids.
 package collectartifacts
@@ -32,6 +35,10 @@ import (
 
 // Type is the step type name.
 const Type = "collect_artifacts"
+
+// MaxBytes bounds the files one step collects, in total (as load_artifact
+// bounds a download): they are held in memory until all are read.
+const MaxBytes = 1 << 30
 
 // StepInfo registers the step.
 func StepInfo() runner.StepInfo {
@@ -113,8 +120,11 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	// leading elsewhere fails the step with its name and target. Nothing is
 	// stored until every file has been read.
 	var got []sandbox.File
-	err = sb.CopyOut(ctx, base, &sandbox.CopyOutOptions{Paths: c.ArtifactPaths, Skip: func(p string) bool { return excluded(p, c.ExcludeBasenames) }},
-		func(f sandbox.File) error { got = append(got, f); return nil })
+	opts := &sandbox.CopyOutOptions{Paths: c.ArtifactPaths, MaxBytes: MaxBytes}
+	if len(c.ExcludeBasenames) > 0 {
+		opts.Skip = func(p string) bool { return excluded(p, c.ExcludeBasenames) }
+	}
+	err = sb.CopyOut(ctx, base, opts, func(f sandbox.File) error { got = append(got, f); return nil })
 	if errors.Is(err, sandbox.ErrNotSupported) {
 		return fmt.Errorf("collect_artifacts: the %s sandbox provider cannot copy files out of %s: %w", sb.Type(), from, err)
 	}

@@ -231,19 +231,7 @@ func equal(a, b map[string]string) bool {
 // entries: one inside is collected with its target's content (not as an
 // empty file), one outside fails the step by name.
 func TestCollectDockerLinks(t *testing.T) {
-	p, err := docker.New(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.Check(ctx); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no Docker engine: %v", err)
-		}
-		t.Skipf("no Docker engine: %v", err)
-	}
+	p := dockerOrSkip(t)
 	const ref = "localhost:5000/agentenvtest-collect/echo:v1"
 	envdeploytest.LoadEchoImage(t, p, ref)
 
@@ -298,6 +286,26 @@ func TestCollectDockerLinks(t *testing.T) {
 	}
 }
 
+// dockerOrSkip is a provider on the local engine, closed at cleanup;
+// without an engine the test is skipped, or fails under CI=true.
+func dockerOrSkip(t *testing.T) *docker.Provider {
+	t.Helper()
+	p, err := docker.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Check(ctx); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no Docker engine: %v", err)
+		}
+		t.Skipf("no Docker engine: %v", err)
+	}
+	return p
+}
+
 // agent_name and env_id collect from the sandbox the agent or env was
 // deployed in; a provider that cannot copy files out fails the step naming
 // the provider and the env, and nothing is stored.
@@ -312,12 +320,12 @@ func TestCollectFromAgentAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	// An agent placed on the sandbox, and an env whose instance has no file
-	// access (a Docker group held as an instance stand-in).
+	// access (an instance held without a way to copy out).
 	if err := rc.AddAgentEntry(map[string]any{"agent_name": "worker", "sandbox_id": sb.ID(), "sandbox_type": "local"}); err != nil {
 		t.Fatal(err)
 	}
-	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: "docker-env1", SandboxType: "docker", Kind: "env", InstanceID: "inst-1"})
-	if err := rc.AddEnvEntry(map[string]any{"env_id": "email", "sandbox_id": "docker-env1", "sandbox_type": "docker", "instance_id": "inst-1"}); err != nil {
+	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: "remote-env1", SandboxType: "remote", Kind: "env", InstanceID: "inst-1"})
+	if err := rc.AddEnvEntry(map[string]any{"env_id": "email", "sandbox_id": "remote-env1", "sandbox_type": "remote", "instance_id": "inst-1"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.run(t, rc, `[{"id":"a","type":"collect_artifacts","agent_name":"worker"}]`); err != nil {
@@ -327,8 +335,8 @@ func TestCollectFromAgentAndEnv(t *testing.T) {
 		t.Errorf("from agent: %v", got)
 	}
 	err := f.run(t, rc, `[{"id":"e","type":"collect_artifacts","env_id":"email"}]`)
-	if !errors.Is(err, sandbox.ErrNotSupported) || !strings.Contains(err.Error(), "the docker sandbox provider cannot copy files out of env \"email\"") {
-		t.Errorf("from a docker env: %v", err)
+	if !errors.Is(err, sandbox.ErrNotSupported) || !strings.Contains(err.Error(), "the remote sandbox provider cannot copy files out of env \"email\"") {
+		t.Errorf("from an env that cannot copy out: %v", err)
 	}
 	if got := f.collected(t, rc, "e"); got != nil {
 		t.Errorf("collected %v", got)

@@ -1,5 +1,6 @@
 // Package deployenv is the deploy_env step: deploy a registered env behind
-// its gateway through the run's envdeploy.Deployer and record it in
+// its gateway (or alone, for env_provider_type server) through the run's
+// envdeploy.Deployer and record it in
 // deployed_envs[] (runner.md §4, §7, §15.1). The instance is held among
 // the run's sandboxes, so the run's teardown removes it.
 package deployenv
@@ -8,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"time"
 
@@ -87,8 +89,15 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 	if _, ok := examplecatalog.Envs[path.Base(c.EnvID)]; ok && c.EnvVersion == 0 {
 		return nil // registered from source on first deploy
 	}
-	if _, err := s.Deployer.Stores.GetEnv(ctx, registry.Ref{ID: c.EnvID, Version: c.EnvVersion}); err != nil {
+	e, err := s.Deployer.Stores.GetEnv(ctx, registry.Ref{ID: c.EnvID, Version: c.EnvVersion})
+	if err != nil {
 		return []error{fmt.Errorf("deploy_env env_id %q: %w", c.EnvID, err)}
+	}
+	if err := envdeploy.CheckTopology(e); err != nil {
+		return []error{fmt.Errorf("deploy_env env_id %q: %w", c.EnvID, err)}
+	}
+	if e.EnvProviderType == envdeploy.ProviderServer && c.GatewayMode == envdeploy.ModeConsistent {
+		return []error{runner.Invalid("gateway_mode", "consistent needs a gateway; env %s deploys with the server topology (env_provider_type server), which has none", c.EnvID)}
 	}
 	return nil
 }
@@ -144,20 +153,30 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		md[k] = v
 	}
 	md["deploy_step_id"] = rc.StepID()
+	topology := inst.EnvProviderType
+	if topology == "" {
+		topology = envdeploy.ProviderGateway
+	}
 	entry := map[string]any{
-		"env_id": c.EnvID, "env_version": inst.EnvVersion, "env_provider_type": envdeploy.ProviderGateway,
+		"env_id": c.EnvID, "env_version": inst.EnvVersion, "env_provider_type": topology,
 		"environment_card_url": inst.EnvironmentCardURL, "environment_card": card,
 		"environment_card_read_at_utc": time.Now().UTC().Format(time.RFC3339),
 		"mcp_url":                      inst.MCPURL, "mcp_server_name": inst.ServerName, "metadata": md,
 		"instance_id": inst.InstanceID, "created_at_utc": inst.CreatedAtUTC, "expires_at_utc": inst.ExpiresAtUTC,
 		"sandbox_id": inst.SandboxID, "sandbox_type": inst.SandboxType, "sandbox_ids": inst.SandboxIDs,
-		"gateway_url": inst.GatewayURL, "gateway_mode": inst.GatewayMode, "db_web_url": nil, "db_mcp_url": nil,
-		"website_frontend_urls": map[string]string{}, "vnc_url": nil, "env_state_instance_ids": []string{},
 		// Ours: the backing servers' environment names (data plane at
 		// /svc/mcp-<name>) and the URL agents in the env's group use.
 		"mcp_servers": inst.MCPServers, "internal_mcp_url": inst.InternalMCPURL,
-		// A secret, kept out of the persisted and printed context.
-		gwclient.KeyControlToken: inst.ControlToken,
+	}
+	// The gateway fields exist only where there is a gateway; the server
+	// topology's entry has the reference's sandbox-env shape.
+	if topology == envdeploy.ProviderGateway {
+		maps.Copy(entry, map[string]any{
+			"gateway_url": inst.GatewayURL, "gateway_mode": inst.GatewayMode, "db_web_url": nil, "db_mcp_url": nil,
+			"website_frontend_urls": map[string]string{}, "vnc_url": nil, "env_state_instance_ids": []string{},
+			// A secret, kept out of the persisted and printed context.
+			gwclient.KeyControlToken: inst.ControlToken,
+		})
 	}
 	if parsed.Name != "" {
 		entry["environment_name"] = parsed.Name

@@ -199,7 +199,7 @@ func (c *Config) value(ctx context.Context, env *gwclient.Env, ck Check, exports
 		if role == "" {
 			role = gwclient.VerifierRole
 		}
-		res, err := env.Gateway.CallTool(ctx, role, ck.Tool, ck.Args)
+		res, err := env.CallTool(ctx, role, ck.Tool, ck.Args)
 		var se *gwclient.StatusError
 		if ck.ExpectError {
 			switch {
@@ -250,7 +250,7 @@ func export(ctx context.Context, env *gwclient.Env, server string) (any, error) 
 	if !known {
 		return nil, fmt.Errorf("env %s has no server %q (have: %s)", env.EnvID, server, strings.Join(env.Servers, ", "))
 	}
-	parts, err := env.Gateway.Server(server).GetData(ctx, nil)
+	parts, err := env.Server(server).GetData(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("data/get on %s: %v", server, err)
 	}
@@ -280,6 +280,9 @@ func (c *Config) waitTriggers(ctx context.Context, env *gwclient.Env) error {
 	timeout := 30 * time.Second
 	if c.WaitTimeoutSeconds != nil {
 		timeout = time.Duration(*c.WaitTimeoutSeconds * float64(time.Second))
+	}
+	if env.Gateway == nil {
+		return &gwclient.NoGatewayError{Step: Type, EnvID: c.EnvID, Need: "wait_for_triggers (trigger states)"}
 	}
 	deadline := time.Now().Add(timeout)
 	for {

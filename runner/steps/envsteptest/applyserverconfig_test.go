@@ -38,7 +38,7 @@ func TestApplyServerConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := env.Gateway.CallTool(context.Background(), "", "email_send_message",
+	res, err := env.CallTool(context.Background(), "", "email_send_message",
 		map[string]any{"to": []string{"bob@example.com"}, "subject": "Hi", "body": "Hello"})
 	if err != nil {
 		t.Fatal(err)

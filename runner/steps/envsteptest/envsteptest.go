@@ -93,7 +93,8 @@ func Cleanup() {
 }
 
 // Fixture is a runner with the built-in steps and Services over fresh
-// stores holding envs "email" and "outbox" (two email servers), the default gateway
+// stores holding envs "email" and "outbox" (two email servers), "solo" (an
+// email server deployed alone: the server topology), the default gateway
 // and agent "scripted".
 type Fixture struct {
 	Runner   *runner.Runner
@@ -181,6 +182,10 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 		t.Fatal(err)
 	}
 	if _, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "outbox", EnvironmentName: "outbox",
+		Image: envdeploy.ImageInput{Binary: b.Email}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := put.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "solo", EnvironmentName: "solo", EnvProviderType: envdeploy.ProviderServer,
 		Image: envdeploy.ImageInput{Binary: b.Email}}); err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func (c *Config) loadEnvironment(ctx context.Context, rc *runner.RunContext, art
 	if mime == "" {
 		mime = "application/json"
 	}
-	srv := env.Gateway.Server(e.EnvironmentName)
+	srv := env.Server(e.EnvironmentName)
 	if err := srv.ResetData(ctx); err != nil {
 		return nil, fmt.Errorf("env %s server %s refused data/reset: %w", c.EnvID, e.EnvironmentName, err)
 	}

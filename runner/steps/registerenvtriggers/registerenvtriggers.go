@@ -73,7 +73,7 @@ func (c *Config) Validate() error {
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
+	env, err := gwclient.ForGateway(rc, c.EnvID, c.EnvStepID, Type, "triggers")
 	if err != nil {
 		return err
 	}

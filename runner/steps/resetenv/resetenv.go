@@ -54,7 +54,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	var errs []error
 	var done []string
 	for _, s := range env.Servers {
-		if err := env.Gateway.Server(s).ResetData(ctx); err != nil {
+		if err := env.Server(s).ResetData(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("env %s server %s: data/reset: %w", c.EnvID, s, err))
 			continue
 		}

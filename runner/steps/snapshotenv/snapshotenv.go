@@ -114,7 +114,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	defer cancel()
 	var refs []registry.Ref
 	for _, s := range env.Servers {
-		parts, err := env.Gateway.Server(s).GetData(cctx, nil)
+		parts, err := env.Server(s).GetData(cctx, nil)
 		if err != nil {
 			return fmt.Errorf("env %s server %s: data/get: %w", envID, s, err)
 		}

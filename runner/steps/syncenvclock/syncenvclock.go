@@ -69,7 +69,7 @@ func (c *Config) Validate() error {
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	env, err := gwclient.ForEnv(rc, c.EnvID, c.EnvStepID)
+	env, err := gwclient.ForGateway(rc, c.EnvID, c.EnvStepID, Type, "the virtual clock and its time URL")
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	tolerate := c.TolerateMissingSyncTime == nil || *c.TolerateMissingSyncTime
 	children := map[string]any{}
 	for _, s := range env.Servers {
-		child := env.Gateway.Server(s)
+		child := env.Server(s)
 		cc, err := child.GetCard(ctx)
 		if err != nil {
 			children[s] = map[string]any{"status": "no_env_card", "error": err.Error()}
