@@ -12,7 +12,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/plugin"
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/fsobject"
+	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
 
@@ -221,3 +225,59 @@ func TestParseModuleArg(t *testing.T) {
 		t.Errorf("a folder without go.mod: %v", err)
 	}
 }
+
+// Names plugins add are valid in config.toml, and the configured plugin
+// store is the one commands open.
+func TestPluginStoreAndSandboxNamesInConfig(t *testing.T) {
+	c := newCLI(t)
+	opened, created := 0, 0
+	mirror := plugin.Plugin{Name: "mirror",
+		Stores: []plugin.Store{{Name: "store.object.mirror", Factory: stores.ObjectFactory(
+			func(ctx context.Context, env *stores.Env) (registry.ObjectStore, error) {
+				opened++
+				return fsobject.New(filepath.Join(env.StateRoot, "mirror"), nil)
+			})}},
+		Sandboxes: []plugin.SandboxProvider{{Name: "cloud",
+			New: func(ctx context.Context, env *plugin.ProviderEnv) (runner.SandboxProvider, error) {
+				return &cloudProvider{Provider: local.New(env.Root, nil), created: &created}, nil
+			}}}}
+	c.useConfig("[stores.object]\nimpl = \"mirror\"\n[sandbox]\ndefault = \"cloud\"\n")
+	code, _, errOut := c.runWith(nil, "config", "show")
+	if code != 1 || !strings.Contains(errOut, `unknown object store "mirror"`) {
+		t.Fatalf("without the plugin: exit %d\n%s", code, errOut)
+	}
+	dir := filepath.Join(t.TempDir(), "cloudy")
+	writeFile(t, filepath.Join(dir, "tasks", "t.json"), `[
+	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm","sandbox_type":"cloud"},
+	  {"id":"check","type":"verify_sandbox","sandbox_name":"box","verifier_id":"check",
+	   "criteria":[{"type":"bash_cmd_succeeds","criterion":"runs","bash_cmd":"true"}]}]`)
+	code, out, errOut := c.runWith([]plugin.Plugin{mirror}, "run", dir)
+	if code != 0 || opened == 0 || created != 1 || !strings.Contains(out, "passed (check: 1)") {
+		t.Fatalf("with the plugin: exit %d, store opened %d times, %d sandboxes created\n%s\n%s", code, opened, created, out, errOut)
+	}
+	if left, _ := filepath.Glob(filepath.Join(c.sandboxDir, "plugins", "*")); len(left) != 0 || !strings.Contains(out, "Tore down 1 sandbox") {
+		t.Fatalf("left behind: %v\n%s", left, out)
+	}
+}
+
+// cloudProvider is a plugin sandbox provider: local work folders under
+// another name.
+type cloudProvider struct {
+	*local.Provider
+	created *int
+}
+
+func (p *cloudProvider) Type() string { return "cloud" }
+
+func (p *cloudProvider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.Sandbox, error) {
+	sb, err := p.Provider.CreateSandbox(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	*p.created++
+	return cloudSandbox{sb}, nil
+}
+
+type cloudSandbox struct{ sandbox.Sandbox }
+
+func (cloudSandbox) Type() string { return "cloud" }
