@@ -255,7 +255,7 @@ func TestPluginStoreAndSandboxNamesInConfig(t *testing.T) {
 	if code != 0 || opened == 0 || created != 1 || !strings.Contains(out, "passed (check: 1)") {
 		t.Fatalf("with the plugin: exit %d, store opened %d times, %d sandboxes created\n%s\n%s", code, opened, created, out, errOut)
 	}
-	if left, _ := filepath.Glob(filepath.Join(c.sandboxDir, "plugins", "*")); len(left) != 0 || !strings.Contains(out, "Tore down 1 sandbox") {
+	if left, _ := filepath.Glob(filepath.Join(c.sandboxDir, "plugins", "mirror", "*")); len(left) != 0 || !strings.Contains(out, "Tore down 1 sandbox") {
 		t.Fatalf("left behind: %v\n%s", left, out)
 	}
 }
