@@ -98,7 +98,10 @@ func Build(ctx context.Context, r *Request) (string, error) {
 		fmt.Fprintf(logw, "$ go %s\n", strings.Join(args, " "))
 		cmd := exec.CommandContext(ctx, goCmd, args...)
 		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off", "GOFLAGS=-mod=mod")
+		// -mod=mod lets go build add the plugins' own requirements to the
+		// temporary go.mod; the user's other GOFLAGS still apply.
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOWORK=off",
+			"GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = io.MultiWriter(&out, logw), io.MultiWriter(&out, logw)
 		if err := cmd.Run(); err != nil {
