@@ -27,7 +27,7 @@ type buildFlags struct {
 
 func (f *buildFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.source, "agentenv-source", "",
-		"agentenv source folder to build from (default: $"+gobuild.SourceEnv+", the plugin set's agentenv_source, the folder this agent-env was built from, or its released version)")
+		"agentenv source folder to build from (default: the plugin set's agentenv_source, $"+gobuild.SourceEnv+", the folder this agent-env was built from, or its released version)")
 	cmd.Flags().StringVar(&f.output, "output", "", "write the new agent-env here instead of replacing the running one")
 	cmd.Flags().StringVar(&f.file, "plugins-file", "", "the plugin set file (default: plugins.toml next to config.toml, else .agentenv/plugins.toml)")
 }

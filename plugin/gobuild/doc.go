@@ -6,8 +6,8 @@
 // Set) so that the same binary can be built again.
 //
 // The agentenv module itself comes from a source folder (a replace
-// directive): the one given (--agentenv-source, AGENTENV_SOURCE, the
-// set's agentenv_source), else the folder this binary was compiled from
+// directive): the one given (--agentenv-source, the set's
+// agentenv_source, $AGENTENV_SOURCE), else the folder this binary was compiled from
 // when it still exists (a `go build` without -trimpath records it), else
 // the module cache copy of the released version the binary was built at.
 //
