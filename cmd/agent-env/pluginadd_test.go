@@ -14,7 +14,8 @@ import (
 )
 
 // slowTestsEnv gates the tests that build agent-env several times
-// (minutes on a loaded 2-core machine); .ci/run sets it.
+// (minutes on a loaded 2-core machine); .ci/run sets it for one run of
+// its own, outside the -race run.
 const slowTestsEnv = "AGENTENV_SLOW_TESTS"
 
 func requireSlow(t *testing.T) {
