@@ -79,8 +79,8 @@ type EnvBackend struct {
 
 // ProviderEnv is what a provider or backend gets to start.
 type ProviderEnv struct {
-	// Root is a folder the provider may keep its state in (created on
-	// demand by the provider).
+	// Root is a folder the provider may keep its state in, one per plugin
+	// (<sandbox root>/plugins/<plugin name>; the provider creates it).
 	Root string
 	// StoreID labels resources created for this store
 	// (registry.StoreLabel); prune must only touch its own.

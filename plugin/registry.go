@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -583,10 +584,9 @@ func (r *Registry) Sandboxes() []SandboxProvider {
 	var out []SandboxProvider
 	for _, e := range r.active() {
 		for _, s := range e.p.Sandboxes {
-			s, settings := s, e.settings
-			next := s.New
+			e, next := e, s.New
 			s.New = func(ctx context.Context, env *ProviderEnv) (runner.SandboxProvider, error) {
-				return next(ctx, withSettings(env, settings))
+				return next(ctx, e.providerEnv(env))
 			}
 			out = append(out, s)
 		}
@@ -599,9 +599,9 @@ func (r *Registry) EnvBackends() []EnvBackend {
 	var out []EnvBackend
 	for _, e := range r.active() {
 		for _, b := range e.p.EnvBackends {
-			settings, next := e.settings, b.New
+			e, next := e, b.New
 			b.New = func(ctx context.Context, env *ProviderEnv) (envdeploy.Backend, error) {
-				return next(ctx, withSettings(env, settings))
+				return next(ctx, e.providerEnv(env))
 			}
 			out = append(out, b)
 		}
@@ -609,12 +609,17 @@ func (r *Registry) EnvBackends() []EnvBackend {
 	return out
 }
 
-func withSettings(env *ProviderEnv, settings map[string]any) *ProviderEnv {
+// providerEnv is env for one of e's providers: its settings, and a Root
+// of its own (<root>/<plugin name>) so plugins never share state folders.
+func (e *entry) providerEnv(env *ProviderEnv) *ProviderEnv {
 	cp := ProviderEnv{}
 	if env != nil {
 		cp = *env
 	}
-	cp.Settings = settings
+	cp.Settings = e.settings
+	if cp.Root != "" {
+		cp.Root = filepath.Join(cp.Root, e.p.Name)
+	}
 	return &cp
 }
 

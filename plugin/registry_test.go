@@ -263,10 +263,10 @@ func TestSandboxProvidersGetTheirSettings(t *testing.T) {
 	if len(sps) != 1 {
 		t.Fatalf("sandboxes = %v", sps)
 	}
-	if _, err := sps[0].New(context.Background(), &plugin.ProviderEnv{StoreID: "abc"}); err != nil {
+	if _, err := sps[0].New(context.Background(), &plugin.ProviderEnv{StoreID: "abc", Root: "/var/sandboxes"}); err != nil {
 		t.Fatal(err)
 	}
-	if seen.StoreID != "abc" || seen.Settings["region"] != "eu" {
+	if seen.StoreID != "abc" || seen.Settings["region"] != "eu" || seen.Root != "/var/sandboxes/cloud" {
 		t.Fatalf("env = %+v", seen)
 	}
 	if !slices.Contains(reg.SandboxNames(), "cloud") || !slices.Contains(reg.SandboxNames(), "local") {
