@@ -184,7 +184,7 @@ func TestVMImageStreamsAndVerifies(t *testing.T) {
 	}
 	h := sha256.New()
 	chunk := []byte(strings.Repeat("disk-image-bytes", 4096)) // 64 KiB
-	for range 64 {                                             // 4 MiB
+	for range 64 {                                            // 4 MiB
 		f.Write(chunk)
 		h.Write(chunk)
 	}
