@@ -362,6 +362,13 @@ func (s Stores) GetEnv(ctx context.Context, ref registry.Ref) (*Env, error) {
 	return s.getEnv(ctx, ref)
 }
 
+// GetDocument reads a stored document of c (envs, a2a_agents) from the
+// store owning ref's id, whole: every member, also those no typed read
+// knows.
+func (s Stores) GetDocument(ctx context.Context, c registry.Collection, ref registry.Ref) (registry.Document, error) {
+	return s.docsFor(ref.ID).Get(ctx, c, ref)
+}
+
 // GetAgent reads an agent document.
 func (s Stores) GetAgent(ctx context.Context, ref registry.Ref) (*Agent, error) {
 	d, err := s.docsFor(ref.ID).Get(ctx, registry.A2AAgents, ref)
