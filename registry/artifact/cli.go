@@ -91,7 +91,7 @@ func (s *Store) PutCLI(ctx context.Context, id string, in CLIInput) (*CLI, error
 		return nil, fmt.Errorf("cli %s: %w", id, err)
 	}
 	d, err := s.put(ctx, TypeCLI, id, nil, func(int, map[string]stored) (any, error) {
-		return CLI{Header: Header{Type: TypeCLI, Description: in.Description}, CLIFilesID: u.ID, CLIFilesRef: u.Ref(),
+		return CLI{Header: Header{Type: TypeCLI, Description: in.Description}, CLIFilesID: u.ID, CLIFilesRef: refOf(u.Header),
 			CLIS3URL: u.BundleS3URL, Entrypoint: entry, CommandName: name, EnvID: in.EnvID, EnvVersion: in.EnvVersion}, nil
 	})
 	if err != nil {
@@ -142,9 +142,9 @@ func (s *Store) WriteCLI(ctx context.Context, ref registry.Ref, dir string) (*CL
 	if err != nil {
 		return nil, nil, err
 	}
-	files := c.CLIFilesRef
-	if files.ID == "" { // a document of the Python framework pins no version
-		files = registry.Ref{ID: c.CLIFilesID}
+	files := registry.Ref{ID: c.CLIFilesID} // a document of the Python framework pins no version
+	if c.CLIFilesRef != nil {
+		files = *c.CLIFilesRef
 	}
 	paths, err := s.WriteUniverse(ctx, files, dir)
 	if err != nil {

@@ -60,7 +60,7 @@ func TestSkillPutGetWrite(t *testing.T) {
 	}
 	if sk.Version != 1 || sk.SkillName != "tidy" || sk.Description != "Keep lists tidy: sort them and drop duplicates.\n" ||
 		sk.License != "MIT" || sk.AllowedTools != "Bash(sort:*)" || sk.SkillMetadata["owner"] != "qa" ||
-		sk.AgentSkillsSpecVersion != artifact.AgentSkillsSpecVersion || sk.SkillFilesRef != (registry.Ref{ID: "tidy-files", Version: 1}) ||
+		sk.AgentSkillsSpecVersion != artifact.AgentSkillsSpecVersion || *sk.SkillFilesRef != (registry.Ref{ID: "tidy-files", Version: 1}) ||
 		!strings.HasPrefix(sk.SkillS3URL, "file://") {
 		t.Fatalf("skill = %+v", sk)
 	}

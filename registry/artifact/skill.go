@@ -179,7 +179,7 @@ func (s *Store) PutSkill(ctx context.Context, id, dir string) (*Skill, error) {
 		return nil, fmt.Errorf("skill %s: %w", id, err)
 	}
 	d, err := s.put(ctx, TypeSkill, id, nil, func(int, map[string]stored) (any, error) {
-		return Skill{Header: Header{Type: TypeSkill, Description: front.Description}, SkillFilesID: u.ID, SkillFilesRef: u.Ref(),
+		return Skill{Header: Header{Type: TypeSkill, Description: front.Description}, SkillFilesID: u.ID, SkillFilesRef: refOf(u.Header),
 			SkillS3URL: u.BundleS3URL, AgentSkillsSpecVersion: AgentSkillsSpecVersion, SkillName: front.Name,
 			License: front.License, Compatibility: front.Compatibility, AllowedTools: front.AllowedTools, SkillMetadata: front.Metadata}, nil
 	})
@@ -209,9 +209,9 @@ func (s *Store) WriteSkill(ctx context.Context, ref registry.Ref, dir string) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	files := sk.SkillFilesRef
-	if files.ID == "" { // a document of the Python framework pins no version
-		files = registry.Ref{ID: sk.SkillFilesID}
+	files := registry.Ref{ID: sk.SkillFilesID} // a document of the Python framework pins no version
+	if sk.SkillFilesRef != nil {
+		files = *sk.SkillFilesRef
 	}
 	paths, err := s.WriteUniverse(ctx, files, dir)
 	return sk, paths, err

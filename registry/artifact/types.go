@@ -39,6 +39,8 @@ type Header struct {
 // Ref is the pinned reference of the artifact.
 func (h Header) Ref() registry.Ref { return registry.Ref{ID: h.ID, Version: h.Version} }
 
+func refOf(h Header) *registry.Ref { r := h.Ref(); return &r }
+
 // File is one file.
 type File struct {
 	Header
@@ -107,8 +109,10 @@ type DockerImage struct {
 // front matter is copied into the document.
 type Skill struct {
 	Header
-	SkillFilesID  string       `json:"skill_files_id"`
-	SkillFilesRef registry.Ref `json:"skill_files_ref"`
+	SkillFilesID string `json:"skill_files_id"`
+	// SkillFilesRef pins the universe's version (nil in documents of the
+	// Python framework, which name only the id: the latest is read).
+	SkillFilesRef *registry.Ref `json:"skill_files_ref,omitempty"`
 	// SkillS3URL is the universe's tar.gz of every file (the Python
 	// framework names an object-store prefix here).
 	SkillS3URL             string            `json:"skill_s3_url"`
@@ -125,8 +129,8 @@ type Skill struct {
 // files are a file_artifact_universe (CLIFilesID, pinned by CLIFilesRef).
 type CLI struct {
 	Header
-	CLIFilesID  string       `json:"cli_files_id"`
-	CLIFilesRef registry.Ref `json:"cli_files_ref"`
+	CLIFilesID  string        `json:"cli_files_id"`
+	CLIFilesRef *registry.Ref `json:"cli_files_ref,omitempty"` // as Skill.SkillFilesRef
 	// CLIS3URL is the universe's tar.gz of every file.
 	CLIS3URL    string `json:"cli_s3_url"`
 	Entrypoint  string `json:"entrypoint"` // relative path of the executable within the files
