@@ -128,11 +128,7 @@ func checkRunnable(p string) error {
 
 // GetCLI reads a cli artifact.
 func (s *Store) GetCLI(ctx context.Context, ref registry.Ref) (*CLI, error) {
-	var c CLI
-	if err := s.getAs(ctx, ref, TypeCLI, &c); err != nil {
-		return nil, err
-	}
-	return &c, nil
+	return get[CLI](ctx, s, ref, TypeCLI)
 }
 
 // WriteCLI writes every file of a cli artifact under dir, the entrypoint
@@ -142,11 +138,7 @@ func (s *Store) WriteCLI(ctx context.Context, ref registry.Ref, dir string) (*CL
 	if err != nil {
 		return nil, nil, err
 	}
-	files := registry.Ref{ID: c.CLIFilesID} // a document of the Python framework pins no version
-	if c.CLIFilesRef != nil {
-		files = *c.CLIFilesRef
-	}
-	paths, err := s.WriteUniverse(ctx, files, dir)
+	paths, err := s.WriteUniverse(ctx, pinnedOrLatest(c.CLIFilesID, c.CLIFilesRef), dir)
 	if err != nil {
 		return c, paths, err
 	}

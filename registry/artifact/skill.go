@@ -195,11 +195,7 @@ func SkillFilesID(id string) string { return id + "-files" }
 
 // GetSkill reads a skill artifact.
 func (s *Store) GetSkill(ctx context.Context, ref registry.Ref) (*Skill, error) {
-	var sk Skill
-	if err := s.getAs(ctx, ref, TypeSkill, &sk); err != nil {
-		return nil, err
-	}
-	return &sk, nil
+	return get[Skill](ctx, s, ref, TypeSkill)
 }
 
 // WriteSkill writes every file of a skill under dir and returns the
@@ -209,10 +205,6 @@ func (s *Store) WriteSkill(ctx context.Context, ref registry.Ref, dir string) (*
 	if err != nil {
 		return nil, nil, err
 	}
-	files := registry.Ref{ID: sk.SkillFilesID} // a document of the Python framework pins no version
-	if sk.SkillFilesRef != nil {
-		files = *sk.SkillFilesRef
-	}
-	paths, err := s.WriteUniverse(ctx, files, dir)
+	paths, err := s.WriteUniverse(ctx, pinnedOrLatest(sk.SkillFilesID, sk.SkillFilesRef), dir)
 	return sk, paths, err
 }

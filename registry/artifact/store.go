@@ -317,6 +317,37 @@ func (s *Store) Get(ctx context.Context, ref registry.Ref) (registry.Document, e
 	return d, nil
 }
 
+// get reads ref as an artifact of type typ (a T).
+func get[T any](ctx context.Context, s *Store, ref registry.Ref, typ string) (*T, error) {
+	var v T
+	if err := s.getAs(ctx, ref, typ, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// pinnedOrLatest is the universe a skill or cli artifact names: the
+// version it pins, or the latest of id (documents of the Python framework
+// pin none).
+func pinnedOrLatest(id string, pinned *registry.Ref) registry.Ref {
+	if pinned != nil {
+		return *pinned
+	}
+	return registry.Ref{ID: id}
+}
+
+// openOne opens the first non-empty of urls (an object URL and its legacy
+// twin) holding name of artifact ref, checked against want; ErrNotFound,
+// naming what, when all are empty.
+func (s *Store) openOne(ctx context.Context, ref registry.Ref, what, name string, want digest, urls ...string) (io.ReadCloser, error) {
+	for _, u := range urls {
+		if u != "" {
+			return s.open(ctx, ref, name, u, want)
+		}
+	}
+	return nil, &registry.NotFoundError{Kind: what, ID: ref.String(), Version: -1}
+}
+
 // getAs reads ref and decodes it into out, checking the type.
 func (s *Store) getAs(ctx context.Context, ref registry.Ref, typ string, out any) error {
 	d, err := s.Get(ctx, ref)

@@ -88,11 +88,7 @@ func (s *Store) PutVMImage(ctx context.Context, id string, in VMImageInput) (*VM
 
 // GetVMImage reads a vm_image artifact.
 func (s *Store) GetVMImage(ctx context.Context, ref registry.Ref) (*VMImage, error) {
-	var v VMImage
-	if err := s.getAs(ctx, ref, TypeVMImage, &v); err != nil {
-		return nil, err
-	}
-	return &v, nil
+	return get[VMImage](ctx, s, ref, TypeVMImage)
 }
 
 // OpenVMImage opens the disk image of a vm_image artifact, checked
@@ -103,14 +99,8 @@ func (s *Store) OpenVMImage(ctx context.Context, ref registry.Ref) (io.ReadClose
 	if err != nil {
 		return nil, nil, err
 	}
-	u := v.DiskImageObjectURL
-	if u == "" {
-		u = v.DiskImageS3URL
-	}
-	if u == "" {
-		return nil, v, &registry.NotFoundError{Kind: "disk image of vm_image artifact", ID: v.Ref().String(), Version: -1}
-	}
-	rc, err := s.open(ctx, v.Ref(), v.Filename, u, digest{SHA256: v.DiskImageSHA256, Size: v.DiskImageSize})
+	rc, err := s.openOne(ctx, v.Ref(), "disk image of vm_image artifact", v.Filename,
+		digest{SHA256: v.DiskImageSHA256, Size: v.DiskImageSize}, v.DiskImageObjectURL, v.DiskImageS3URL)
 	return rc, v, err
 }
 
