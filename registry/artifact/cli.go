@@ -104,12 +104,12 @@ func (s *Store) PutCLI(ctx context.Context, id string, in CLIInput) (*CLI, error
 // checkRunnable refuses an entrypoint that is not a regular file, or is
 // neither executable nor a "#!" script.
 func checkRunnable(p string) error {
-	st, err := os.Stat(p)
+	st, err := os.Lstat(p) // a symbolic link is not stored with the files
 	if err != nil {
 		return &registry.InvalidError{Field: "entrypoint", Value: p, Reason: "not found"}
 	}
 	if !st.Mode().IsRegular() {
-		return &registry.InvalidError{Field: "entrypoint", Value: p, Reason: "is not a regular file"}
+		return &registry.InvalidError{Field: "entrypoint", Value: p, Reason: "is not a regular file (links are not stored)"}
 	}
 	if st.Mode()&0o111 != 0 {
 		return nil
