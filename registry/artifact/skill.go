@@ -156,7 +156,7 @@ func (s *Store) PutSkill(ctx context.Context, id, dir string) (*Skill, error) {
 	mdPath := filepath.Join(dir, SkillMDName)
 	st, err := os.Lstat(mdPath) // a symbolic link is not stored with the files
 	if err != nil || !st.Mode().IsRegular() {
-		return nil, &registry.InvalidError{Field: "skill folder", Value: dir, Reason: "has no " + SkillMDName + " file at its root"}
+		return nil, &registry.InvalidError{Field: "skill folder", Value: dir, Reason: "has no " + SkillMDName + " at its root (a regular file)"}
 	}
 	md, err := os.ReadFile(mdPath)
 	if err != nil {
