@@ -1,5 +1,7 @@
 package registry
 
+import "strings"
+
 // ImageStore names container images.
 //
 // Refs are the reference's form plus the store id:
@@ -25,6 +27,20 @@ type ImageStore interface {
 	StoreID() string
 }
 
-// Image artifact ids (runner.md §10.5).
-func EnvImageArtifactID(envID string) string     { return envID + "__env_image" }
-func AgentImageArtifactID(agentID string) string { return "a2a-agent-" + agentID }
+// EnvImageArtifactID is the id of an env's image artifact (runner.md
+// §10.5): "<env id>__env_image". For an @local env it is an @local id too,
+// so the artifact lives in the @local store beside the env.
+func EnvImageArtifactID(envID string) string { return envID + "__env_image" }
+
+// AgentImageArtifactID is the id of an agent's image artifact:
+// "a2a-agent-<agent id>". For an @local agent the prefix goes after
+// "@local/" ("@local/x/agent" → "@local/a2a-agent-x/agent"), so the
+// artifact is an @local id living beside the agent, never a bare id
+// holding an @local one. Image names come from RepositoryName of the
+// artifact id, which maps what an image name may not hold.
+func AgentImageArtifactID(agentID string) string {
+	if rest, ok := strings.CutPrefix(agentID, LocalPrefix); ok {
+		return LocalPrefix + "a2a-agent-" + rest
+	}
+	return "a2a-agent-" + agentID
+}

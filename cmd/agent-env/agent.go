@@ -2,11 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 )
 
@@ -62,13 +62,12 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 				return err
 			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
-				a, err := s.put.Stores.GetAgent(ctx, ref)
+				// The stored document whole, not what a typed read keeps.
+				doc, err := s.put.Stores.GetDocument(ctx, registry.A2AAgents, ref)
 				if err != nil {
 					return err
 				}
-				b, _ := json.MarshalIndent(a, "", "  ")
-				fmt.Fprintln(d.stdout, string(b))
-				return nil
+				return printJSON(d, doc.Data)
 			})
 		},
 	}

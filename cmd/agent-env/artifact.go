@@ -17,7 +17,7 @@ import (
 func newArtifactCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "artifact",
-		Short: "Store and fetch artifacts (files and environment data)",
+		Short: "Store and fetch artifacts (files, environment data, skills, CLIs, VM images)",
 		Long: "Artifacts are immutable, versioned inputs of tasks: every put stores a new version.\n" +
 			"Refer to one as ID (latest) or ID:VERSION.",
 	}
@@ -27,7 +27,8 @@ func newArtifactCmd(d *deps) *cobra.Command {
 	env.AddCommand(newArtifactEnvironmentPutCmd(d))
 	universe := &cobra.Command{Use: "environment-universe", Short: "Environment universes: a set of environment artifacts, one per environment_name"}
 	universe.AddCommand(newArtifactUniversePutCmd(d), newEnvUniverseGetCmd(d))
-	cmd.AddCommand(file, newFileUniverseCmd(d), env, universe, newArtifactGetCmd(d), newArtifactGCCmd(d))
+	cmd.AddCommand(file, newFileUniverseCmd(d), env, universe, newArtifactSkillCmd(d), newArtifactCLICmd(d), newArtifactVMImageCmd(d),
+		newArtifactGetCmd(d), newArtifactGCCmd(d))
 	return cmd
 }
 

@@ -1,12 +1,20 @@
-// Package artifact stores the artifact types phase 1 needs: file,
-// file_artifact_universe, environment, environment_universe and
-// docker_image. Each artifact is a versioned document in the
-// "artifacts" collection; its bytes live in the object store. A universe
-// pins the exact versions of what it bundles, so it means the same thing
-// forever.
+// Package artifact stores artifacts: file, file_artifact_universe,
+// environment, environment_universe, docker_image, skill (a SKILL.md
+// folder), cli (an executable or script and its files) and vm_image (a
+// disk image file, or the name of one a provider knows). Each artifact is
+// a versioned document in the "artifacts" collection; its bytes live in
+// the object store. A universe pins the exact versions of what it
+// bundles, so it means the same thing forever; skills and cli artifacts
+// are a universe of their files plus what describes them.
+//
+// Documents use the Python framework's field names. A member a type does
+// not declare (a document of another build) is kept in Header.Extra and
+// written back as it was.
 //
 // Writing an artifact is bytes first, document second. Each put writes its
-// bytes once, write-once, under a key of its own upload:
+// bytes once, write-once, under a key of its own upload, hashing them as
+// they pass (a file given by path, such as a disk image, is streamed from
+// it and never copied first):
 //
 //	<prefix/>artifacts/<type>/<id-segment>/put-<UTC start>-<16 hex>/<name>
 //

@@ -68,11 +68,7 @@ func (s *Store) PutDockerImage(ctx context.Context, id string, in DockerImageInp
 
 // GetDockerImage reads a docker_image artifact.
 func (s *Store) GetDockerImage(ctx context.Context, ref registry.Ref) (*DockerImage, error) {
-	var di DockerImage
-	if err := s.getAs(ctx, ref, TypeDockerImage, &di); err != nil {
-		return nil, err
-	}
-	return &di, nil
+	return get[DockerImage](ctx, s, ref, TypeDockerImage)
 }
 
 // OpenImageTarball opens the tarball of a docker_image artifact;
@@ -83,14 +79,8 @@ func (s *Store) OpenImageTarball(ctx context.Context, ref registry.Ref) (io.Read
 	if err != nil {
 		return nil, nil, err
 	}
-	u := di.TarGzObjectURL
-	if u == "" {
-		u = di.TarGzS3URL
-	}
-	if u == "" {
-		return nil, di, &registry.NotFoundError{Kind: "image tarball of artifact", ID: di.Ref().String(), Version: -1}
-	}
-	rc, err := s.open(ctx, di.Ref(), "image.tar.gz", u, digest{SHA256: di.TarGzSHA256, Size: di.TarGzSize})
+	rc, err := s.openOne(ctx, di.Ref(), "image tarball of artifact", "image.tar.gz",
+		digest{SHA256: di.TarGzSHA256, Size: di.TarGzSize}, di.TarGzObjectURL, di.TarGzS3URL)
 	if err != nil {
 		return nil, di, err
 	}

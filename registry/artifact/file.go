@@ -66,11 +66,7 @@ func (s *Store) PutFileFromPath(ctx context.Context, id, p, filename, descriptio
 
 // GetFile reads a file artifact document.
 func (s *Store) GetFile(ctx context.Context, ref registry.Ref) (*File, error) {
-	var f File
-	if err := s.getAs(ctx, ref, TypeFile, &f); err != nil {
-		return nil, err
-	}
-	return &f, nil
+	return get[File](ctx, s, ref, TypeFile)
 }
 
 // OpenFile opens the bytes of a file artifact. They are checked against
@@ -236,11 +232,7 @@ func (s *Store) PutUniverseFromDir(ctx context.Context, id, dir string, o *Unive
 
 // GetUniverse reads a file_artifact_universe document.
 func (s *Store) GetUniverse(ctx context.Context, ref registry.Ref) (*FileArtifactUniverse, error) {
-	var u FileArtifactUniverse
-	if err := s.getAs(ctx, ref, TypeFileArtifactUniverse, &u); err != nil {
-		return nil, err
-	}
-	return &u, nil
+	return get[FileArtifactUniverse](ctx, s, ref, TypeFileArtifactUniverse)
 }
 
 // WriteUniverse writes every member of a universe to dir/<filename>, in

@@ -120,12 +120,20 @@ func (s *Store) keyRoot() string {
 	return "artifacts/"
 }
 
-// payload is bytes to write under one object name.
+// payload is bytes to write under one object name. digest, when known
+// beforehand (spooled bodies), is checked against the bytes written;
+// otherwise (files streamed from their path) it is taken as they pass.
 type payload struct {
 	name        string
 	contentType string
 	open        func() (io.ReadCloser, error)
 	digest      digest
+}
+
+// pathPayload streams the file at path, never holding it in memory or
+// copying it first: a disk image may be larger than the temp folder.
+func pathPayload(name, contentType, path string) payload {
+	return payload{name: name, contentType: contentType, open: func() (io.ReadCloser, error) { return os.Open(path) }}
 }
 
 // stored is a written payload: its object URL and digest.
@@ -163,12 +171,14 @@ func (s *Store) put(ctx context.Context, typ, id string, payloads []payload, bui
 	}()
 	for _, p := range payloads {
 		key := s.Key(typ, id, upload, p.name)
-		u, err := s.writeObject(ctx, id, key, p)
+		u, dg, err := s.writeObject(ctx, id, key, p)
+		if u != "" {
+			keys = append(keys, key)
+		}
 		if err != nil {
 			return registry.Document{}, err
 		}
-		keys = append(keys, key)
-		objs[p.name] = stored{url: u, digest: p.digest}
+		objs[p.name] = stored{url: u, digest: dg}
 	}
 	lost := 0 // the version last lost to another writer
 	for {
@@ -222,18 +232,27 @@ func (s *Store) next(ctx context.Context, typ, id string) (int, error) {
 	return latest.Version + 1, nil
 }
 
-// writeObject writes one payload write-once under its upload's key.
-func (s *Store) writeObject(ctx context.Context, id, key string, p payload) (string, error) {
+// writeObject writes one payload write-once under its upload's key,
+// hashing the bytes as they pass. It returns the object URL once the
+// object exists (so a failed check still removes it) and the digest.
+func (s *Store) writeObject(ctx context.Context, id, key string, p payload) (string, digest, error) {
 	rc, err := p.open()
 	if err != nil {
-		return "", fmt.Errorf("artifact %s: open %s: %w", id, p.name, err)
+		return "", digest{}, fmt.Errorf("artifact %s: open %s: %w", id, p.name, err)
 	}
 	defer rc.Close()
-	info, err := s.objects.Put(ctx, key, rc, &registry.ObjectPutOptions{ContentType: p.contentType})
+	h := sha256.New()
+	cr := &countWriter{w: h}
+	info, err := s.objects.Put(ctx, key, io.TeeReader(rc, cr), &registry.ObjectPutOptions{ContentType: p.contentType})
 	if err != nil {
-		return "", fmt.Errorf("artifact %s: %w", id, err)
+		return "", digest{}, fmt.Errorf("artifact %s: %w", id, err)
 	}
-	return info.URL, nil
+	got := digest{SHA256: hex.EncodeToString(h.Sum(nil)), Size: cr.n}
+	if p.digest.SHA256 != "" && p.digest != got {
+		return info.URL, got, fmt.Errorf("artifact %s: %s changed while it was stored (sha256 %s, %d bytes; then %s, %d bytes)",
+			id, p.name, p.digest.SHA256, p.digest.Size, got.SHA256, got.Size)
+	}
+	return info.URL, got, nil
 }
 
 // discard removes the objects of an upload that was not published. They
@@ -296,6 +315,37 @@ func (s *Store) Get(ctx context.Context, ref registry.Ref) (registry.Document, e
 	}
 	d.Type = s.canonicalType(d.Type)
 	return d, nil
+}
+
+// get reads ref as an artifact of type typ (a T).
+func get[T any](ctx context.Context, s *Store, ref registry.Ref, typ string) (*T, error) {
+	var v T
+	if err := s.getAs(ctx, ref, typ, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
+}
+
+// pinnedOrLatest is the universe a skill or cli artifact names: the
+// version it pins, or the latest of id (documents of the Python framework
+// pin none).
+func pinnedOrLatest(id string, pinned *registry.Ref) registry.Ref {
+	if pinned != nil {
+		return *pinned
+	}
+	return registry.Ref{ID: id}
+}
+
+// openOne opens the first non-empty of urls (an object URL and its legacy
+// twin) holding name of artifact ref, checked against want; ErrNotFound,
+// naming what, when all are empty.
+func (s *Store) openOne(ctx context.Context, ref registry.Ref, what, name string, want digest, urls ...string) (io.ReadCloser, error) {
+	for _, u := range urls {
+		if u != "" {
+			return s.open(ctx, ref, name, u, want)
+		}
+	}
+	return nil, &registry.NotFoundError{Kind: what, ID: ref.String(), Version: -1}
 }
 
 // getAs reads ref and decodes it into out, checking the type.

@@ -115,7 +115,10 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 	if err != nil {
 		return nil, err
 	}
-	ref, err := p.Stores.Images.Ref(artifactID, v)
+	// Entity ids may hold what image names may not (@local/..., upper
+	// case): RepositoryName maps those to a valid name, keeping distinct
+	// ids distinct, and leaves valid ones as they are.
+	ref, err := p.Stores.Images.Ref(registry.RepositoryName(artifactID), v)
 	if err != nil {
 		return nil, err
 	}
@@ -292,9 +295,6 @@ func (p *Putter) PutMCPServer(ctx context.Context, in MCPServerInput) (*Env, err
 		return nil, err
 	}
 	artifactID := registry.EnvImageArtifactID(in.ID)
-	if !registry.ValidRepository(artifactID) {
-		return nil, &registry.InvalidError{Field: "id", Value: in.ID, Reason: "must be usable as an image name (lowercase letters, digits, '-', '_', '.')"}
-	}
 	p.printf("Building MCP server Docker image...")
 	img := imagebuild.Image{Env: map[string]string{"MCP_HOST": "0.0.0.0", "MCP_PORT": "18765", "ENVIRONMENT_NAME": name},
 		ExposedPorts: []int{MCPPort}}
@@ -436,9 +436,6 @@ func (p *Putter) PutAgent(ctx context.Context, in AgentInput) (*Agent, error) {
 		return nil, err
 	}
 	artifactID := registry.AgentImageArtifactID(in.ID)
-	if !registry.ValidRepository(artifactID) {
-		return nil, &registry.InvalidError{Field: "id", Value: in.ID, Reason: "must be usable as an image name (lowercase letters, digits, '-', '_', '.')"}
-	}
 	p.printf("Building Docker image...")
 	img := imagebuild.Image{Env: map[string]string{"A2A_HOST": "0.0.0.0", "A2A_PORT": "8000"}, ExposedPorts: []int{A2APort}}
 	res, err := p.buildImage(ctx, artifactID, in.Image, img, "image of A2A agent "+in.ID)
