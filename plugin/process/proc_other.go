@@ -2,8 +2,18 @@
 
 package process
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
-func setGroup(*exec.Cmd)   {}
-func killGroup(pid int)    {}
-func groupAlive(int) bool  { return false }
+// Without process groups only the plugin itself can be killed.
+func setGroup(*exec.Cmd) {}
+
+func killGroup(pid int) {
+	if p, err := os.FindProcess(pid); err == nil {
+		_ = p.Kill()
+	}
+}
+
+func groupAlive(int) bool { return false }
