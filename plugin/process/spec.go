@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,9 @@ const (
 	FromConfig = "config" // [plugins.<name>] command = [...]
 	FromPath   = "path"   // an agentenv-plugin-<name> executable on PATH
 )
+
+// pluginName is what a plugin may be called (the plugin registry's rule).
+var pluginName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
 // Spec says how to start one process plugin.
 type Spec struct {
@@ -67,6 +71,10 @@ func Discover(o DiscoverOptions) ([]Spec, []error) {
 		if _, ok := tbl["command"]; !ok {
 			continue
 		}
+		if !pluginName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("[plugins.%s]: a plugin name is lower-case letters, digits and '-', starting with a letter", name))
+			continue
+		}
 		s, err := specFromTable(name, tbl, o.ConfigDir)
 		taken[name] = true
 		if err != nil {
@@ -85,7 +93,7 @@ func Discover(o DiscoverOptions) ([]Spec, []error) {
 		}
 		for _, e := range ents {
 			name, ok := strings.CutPrefix(e.Name(), PathPrefix)
-			if !ok || name == "" || taken[name] {
+			if !ok || !pluginName.MatchString(name) || taken[name] {
 				continue
 			}
 			full := filepath.Join(dir, e.Name())
