@@ -168,8 +168,8 @@ func (d *Description) check() error {
 		}
 	}
 	for _, sp := range d.SandboxProviders {
-		if !stepTypeName(sp.Name) {
-			return fmt.Errorf("sandbox provider %q: a name is lower case letters, digits and _ and starts with a letter", sp.Name)
+		if !pluginName.MatchString(sp.Name) {
+			return fmt.Errorf("sandbox provider %q: a name is lower case letters, digits and '-' and starts with a letter", sp.Name)
 		}
 		if seen["sandbox:"+sp.Name] {
 			return fmt.Errorf("sandbox provider %q is listed twice", sp.Name)
@@ -255,7 +255,7 @@ func (p *Plugin) Close() error {
 	p.mu.Lock()
 	p.closed = true
 	all := p.all
-	p.all, p.cur = nil, nil
+	p.cur = nil
 	p.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, pr := range all {
@@ -337,4 +337,24 @@ func logLevel(s string) slog.Level {
 		return slog.LevelError
 	}
 	return slog.LevelInfo
+}
+
+// running lists the process ids of the plugin's processes (and process
+// groups) still alive.
+func (p *Plugin) running() []int {
+	p.mu.Lock()
+	all := append([]*proc(nil), p.all...)
+	p.mu.Unlock()
+	var out []int
+	for _, pr := range all {
+		select {
+		case <-pr.exited:
+			if groupAlive(pr.cmd.Process.Pid) {
+				out = append(out, pr.cmd.Process.Pid)
+			}
+		default:
+			out = append(out, pr.cmd.Process.Pid)
+		}
+	}
+	return out
 }

@@ -144,9 +144,12 @@ func (p *proc) usable() bool {
 // process to be reaped.
 func (p *proc) kill() {
 	p.mu.Lock()
+	again := p.killed
 	p.killed = true
 	p.mu.Unlock()
-	killGroup(p.cmd.Process.Pid)
+	if !again { // once: the id may name another process group later
+		killGroup(p.cmd.Process.Pid)
+	}
 	_ = p.conn.Close()
 	<-p.exited
 }

@@ -134,3 +134,13 @@ func (s *Set) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Running lists the ids of the plugin processes that have not ended (none
+// after Close): for leak checks.
+func (s *Set) Running() []int {
+	var out []int
+	for _, l := range s.Plugins {
+		out = append(out, l.Plugin.running()...)
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pelletier/go-toml/v2"
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/internal/config"
+	"github.com/agentenv/agentenv/plugin"
+	"github.com/agentenv/agentenv/plugin/process"
+	"github.com/agentenv/agentenv/runner"
+)
+
+// processPlugins are the process plugins of one command (plugin/process):
+// started when the command starts, ended when it returns.
+type processPlugins struct {
+	once sync.Once
+	set  *process.Set
+}
+
+// addProcessPlugins finds, starts and describes the process plugins
+// ([plugins.<name>] command = [...] in config.toml, agentenv-plugin-<name>
+// on PATH) and adds each to the plugin registry, before the configuration
+// is validated against the names plugins add. A plugin that cannot start
+// is listed inactive with the reason (plugin check fails on it). Help
+// starts none.
+func (d *deps) addProcessPlugins(cmd *cobra.Command) {
+	if !cmd.HasParent() || cmd.Name() == "help" || cmd.Name() == "completion" {
+		return
+	}
+	d.proc.once.Do(func() {
+		tables, dir, err := pluginTables(d.getenv)
+		if err != nil {
+			d.logger().Warn("plugin", "problem", err.Error())
+		}
+		specs, errs := process.Discover(process.DiscoverOptions{Plugins: tables, ConfigDir: dir, Path: d.getenv("PATH")})
+		for _, err := range errs {
+			d.logger().Warn("plugin", "problem", err.Error())
+		}
+		d.proc.set = process.Load(cmd.Context(), specs, &process.Options{Logger: d.logger()})
+		reg := d.pluginRegistry()
+		for _, l := range d.proc.set.Plugins {
+			_ = reg.Add(registryPlugin(l)) // a refused plugin stays listed; refuseBrokenPlugins reports it
+		}
+	})
+}
+
+// registryPlugin is the registry's record of a loaded process plugin.
+func registryPlugin(l *process.Loaded) plugin.Plugin {
+	spec := l.Plugin.Spec()
+	p := plugin.Plugin{Name: spec.Name, Kind: plugin.KindProcess, Module: strings.Join(spec.Command, " ")}
+	if l.Err != nil {
+		p.Unavailable = l.Err
+		return p
+	}
+	p.Version = l.Description.Version
+	infos, err := l.Plugin.StepInfos(l.Description)
+	if err != nil {
+		p.Unavailable = err
+		return p
+	}
+	p.Steps = infos
+	for _, pt := range l.Description.SandboxProviders {
+		prov := l.Plugin.Provider(pt)
+		p.Sandboxes = append(p.Sandboxes, plugin.SandboxProvider{Name: pt.Name,
+			New: func(context.Context, *plugin.ProviderEnv) (runner.SandboxProvider, error) { return prov, nil }})
+	}
+	return p
+}
+
+// closeProcessPlugins ends every plugin process the command started.
+func (d *deps) closeProcessPlugins() {
+	if d.proc.set != nil {
+		_ = d.proc.set.Close()
+	}
+}
+
+// pluginTables reads the [plugins] tables of the config file (and its
+// folder, where relative plugin commands start), without validating the
+// rest: the names plugins add are what makes the rest valid.
+func pluginTables(getenv func(string) string) (map[string]map[string]any, string, error) {
+	path, err := config.Discover("", getenv)
+	if err != nil || path == "" {
+		return nil, "", err
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	var doc struct {
+		Plugins map[string]map[string]any `toml:"plugins"`
+	}
+	if err := toml.Unmarshal(b, &doc); err != nil {
+		return nil, "", &config.Error{File: path, Msg: "reading [plugins]: " + err.Error(), Err: err}
+	}
+	dir, _ := filepath.Abs(filepath.Dir(path))
+	return doc.Plugins, dir, nil
+}

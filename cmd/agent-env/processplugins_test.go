@@ -1,0 +1,71 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The dice bundle runs end to end with its Python process plugin found on
+// PATH, and no plugin process outlives the command.
+func TestRunWithProcessPlugin(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	c := newCLI(t)
+	dice, err := filepath.Abs("../../examples/plugins/dice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dice+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	d := c.deps(out, errb)
+	code := execute(context.Background(), []string{"run", filepath.Join(dice, "bundle")}, d)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+	}
+	for _, want := range []string{
+		"[tasks/dice.json] step 1/2 roll (dice_roll)\n",
+		"[tasks/dice.json] step 2/2 grade (dice_grade)\n",
+		"tasks/dice.json v1: passed (grade: 1)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if left := d.proc.set.Running(); len(left) > 0 {
+		t.Errorf("plugin processes still running after the command: %v", left)
+	}
+}
+
+// A sandbox provider from a process plugin serves a bundle's sandboxes:
+// hello runs in hostdir sandboxes (examples/plugins/hostdir, built here).
+func TestRunWithPluginSandboxProvider(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds an example plugin")
+	}
+	bin := t.TempDir() // built before newCLI moves HOME, so the build cache is the user's
+
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "agentenv-plugin-hostdir"), "github.com/agentenv/agentenv/examples/plugins/hostdir")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	c := newCLI(t)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	d := c.deps(out, errb)
+	code := execute(context.Background(), []string{"run", "hello", "--sandbox", "hostdir"}, d)
+	if code != 0 || !strings.Contains(out.String(), "passed (hello: 1)") || !strings.Contains(out.String(), "Tore down 1 sandbox.") {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errb)
+	}
+	if left := d.proc.set.Running(); len(left) > 0 {
+		t.Errorf("plugin processes still running after the command: %v", left)
+	}
+	if left := c.leftoverSandboxes(); len(left) != 0 {
+		t.Errorf("leftover local work folders: %v (hostdir keeps its own)", left)
+	}
+}
