@@ -1,21 +1,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/internal/config"
-	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/plugin/process"
-	"github.com/agentenv/agentenv/runner"
 )
 
 // processPlugins are the process plugins of one command (plugin/process):
@@ -47,32 +43,9 @@ func (d *deps) addProcessPlugins(cmd *cobra.Command) {
 		d.proc.set = process.Load(cmd.Context(), specs, &process.Options{Logger: d.logger()})
 		reg := d.pluginRegistry()
 		for _, l := range d.proc.set.Plugins {
-			_ = reg.Add(registryPlugin(l)) // a refused plugin stays listed; refuseBrokenPlugins reports it
+			_ = reg.Add(l.Registration()) // a refused plugin stays listed; refuseBrokenPlugins reports it
 		}
 	})
-}
-
-// registryPlugin is the registry's record of a loaded process plugin.
-func registryPlugin(l *process.Loaded) plugin.Plugin {
-	spec := l.Plugin.Spec()
-	p := plugin.Plugin{Name: spec.Name, Kind: plugin.KindProcess, Module: strings.Join(spec.Command, " ")}
-	if l.Err != nil {
-		p.Unavailable = l.Err
-		return p
-	}
-	p.Version = l.Description.Version
-	infos, err := l.Plugin.StepInfos(l.Description)
-	if err != nil {
-		p.Unavailable = err
-		return p
-	}
-	p.Steps = infos
-	for _, pt := range l.Description.SandboxProviders {
-		prov := l.Plugin.Provider(pt)
-		p.Sandboxes = append(p.Sandboxes, plugin.SandboxProvider{Name: pt.Name,
-			New: func(context.Context, *plugin.ProviderEnv) (runner.SandboxProvider, error) { return prov, nil }})
-	}
-	return p
 }
 
 // closeProcessPlugins ends every plugin process the command started.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -67,5 +68,56 @@ func TestRunWithPluginSandboxProvider(t *testing.T) {
 	}
 	if left := c.leftoverSandboxes(); len(left) != 0 {
 		t.Errorf("leftover local work folders: %v (hostdir keeps its own)", left)
+	}
+}
+
+// plugin list shows process plugins with their status, and plugin check
+// fails on one that cannot start.
+func TestPluginListProcessPlugins(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	c := newCLI(t)
+	dice, err := filepath.Abs("../../examples/plugins/dice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dice+string(os.PathListSeparator)+os.Getenv("PATH"))
+	code, out, stderr := c.run("plugin", "list", "--json")
+	if code != 0 {
+		t.Fatalf("plugin list: exit %d\n%s\n%s", code, out, stderr)
+	}
+	var recs []struct {
+		Name, Kind, Status, Version string
+		Provides                    struct{ Steps []string }
+	}
+	if err := json.Unmarshal([]byte(out), &recs); err != nil {
+		t.Fatalf("plugin list --json: %v\n%s", err, out)
+	}
+	found := false
+	for _, r := range recs {
+		if r.Name == "dice" {
+			found = true
+			if r.Kind != "process" || r.Status != "active" || r.Version != "0.1.0" || strings.Join(r.Provides.Steps, ",") != "dice_roll,dice_grade" {
+				t.Errorf("dice record = %+v", r)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no dice record in %s", out)
+	}
+	if code, out, _ := c.run("plugin", "check"); code != 0 || !strings.Contains(out, "no problems") {
+		t.Errorf("plugin check: exit %d\n%s", code, out)
+	}
+
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), "[plugins.broken]\ncommand = [\"sh\", \"-c\", \"echo no licence >&2; exit 4\"]\n")
+	t.Setenv("AGENT_ENV_CONFIG", cfg)
+	code, out, _ = c.run("plugin", "check")
+	if code == 0 || !strings.Contains(out, "plugin broken: plugin/describe: exited (exit status 4); its last stderr lines: no licence") {
+		t.Errorf("plugin check with a broken plugin: exit %d\n%s", code, out)
+	}
+	code, out, _ = c.run("plugin", "show", "broken")
+	if code != 0 || !strings.Contains(out, "Kind:     process") || !strings.Contains(out, "Status:   inactive: plugin broken") {
+		t.Errorf("plugin show broken: exit %d\n%s", code, out)
 	}
 }

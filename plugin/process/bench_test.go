@@ -69,14 +69,13 @@ func BenchmarkTwoHundredSteps(b *testing.B) {
 				typ = "go_echo"
 				reg.Register(runner.StepInfo{Type: typ, New: func() runner.Step { return &inProcessEcho{} }})
 			} else {
-				t := &testing.T{}
-				spec, opts := testSpec(t, "tp", "ok")
+				spec, opts := testSpec(b, "tp", "ok")
 				set := Load(context.Background(), []Spec{spec}, opts)
 				defer set.Close()
 				if errs := set.Errs(); len(errs) > 0 {
 					b.Fatal(errs)
 				}
-				set.RegisterSteps(reg)
+				reg = register(b, set, reg).Steps()
 			}
 			r := runner.New(&runner.Options{Steps: reg})
 			task, err := r.ParseTask("t", 1, stepsN(typ, 200))
@@ -99,8 +98,7 @@ func BenchmarkTwoHundredSteps(b *testing.B) {
 // empty run context and with one holding 200 steps' metadata (what the
 // last step of a 200-step task is sent).
 func BenchmarkCall(b *testing.B) {
-	t := &testing.T{}
-	spec, opts := testSpec(t, "tp", "ok")
+	spec, opts := testSpec(b, "tp", "ok")
 	set := Load(context.Background(), []Spec{spec}, opts)
 	defer set.Close()
 	p := set.Plugins[0].Plugin

@@ -24,15 +24,18 @@
 //     are validated and applied all or none.
 //   - Provider and Sandbox adapt its sandbox providers to runner/sandbox
 //     (they pass runner/sandboxtest).
-//   - Set loads many plugins and registers their contributions; Close
-//     ends every process.
+//   - Set loads many plugins; Loaded.Registration is a loaded plugin's
+//     record for the plugin registry (package plugin), which refuses names
+//     a built-in or another plugin owns; Set.Close ends every process.
 //
 // Usage:
 //
 //	specs, errs := process.Discover(process.DiscoverOptions{Plugins: cfg.Plugins, Path: os.Getenv("PATH")})
 //	set := process.Load(ctx, specs, &process.Options{Logger: log})
 //	defer set.Close()
-//	reg := steps.Builtin()
-//	errs = append(errs, set.RegisterSteps(reg)...)
-//	r := runner.New(&runner.Options{Steps: reg})
+//	reg := plugin.NewRegistry(nil)
+//	for _, l := range set.Plugins {
+//		_ = reg.Add(l.Registration()) // a clash is listed as refused
+//	}
+//	r := runner.New(&runner.Options{Steps: reg.Steps()})
 package process

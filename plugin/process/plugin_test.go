@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps"
 )
 
 // loadTest loads the test plugin and registers its steps; the set is
@@ -24,11 +26,20 @@ func loadTest(t *testing.T, behaviour string, timeout time.Duration, log *slog.L
 	if errs := set.Errs(); len(errs) > 0 {
 		t.Fatalf("Load: %v", errs)
 	}
-	reg := runner.NewStepRegistry()
-	if errs := set.RegisterSteps(reg); len(errs) > 0 {
-		t.Fatalf("RegisterSteps: %v", errs)
+	return set, runner.New(&runner.Options{Steps: register(t, set, runner.NewStepRegistry()).Steps()})
+}
+
+// register adds the set's plugins to a plugin registry whose built-in
+// step types are builtin.
+func register(t testing.TB, set *Set, builtin *runner.StepRegistry) *plugin.Registry {
+	t.Helper()
+	reg := plugin.NewRegistry(&plugin.Options{Steps: builtin})
+	for _, l := range set.Plugins {
+		if err := reg.Add(l.Registration()); err != nil {
+			t.Fatalf("Add: %v", err)
+		}
 	}
-	return set, runner.New(&runner.Options{Steps: reg})
+	return reg
 }
 
 // checkClosed closes the set and fails when any process it started (or
@@ -202,5 +213,38 @@ func TestCancelReachesPlugin(t *testing.T) {
 	}
 	if n := len(p.pids()); n != 1 {
 		t.Errorf("%d processes, want 1: a plugin that acknowledged the cancel is kept", n)
+	}
+}
+
+// A process plugin that claims a built-in step type is refused whole,
+// naming both owners, and listed with the reason; one that cannot start
+// is listed inactive and reported by Check.
+func TestRegistryRecords(t *testing.T) {
+	spec, opts := testSpec(t, "tp", "claims")
+	bad, bo := testSpec(t, "gone", "exit")
+	set := Load(context.Background(), []Spec{spec}, opts)
+	set2 := Load(context.Background(), []Spec{bad}, bo)
+	t.Cleanup(func() { checkClosed(t, set); checkClosed(t, set2) })
+	reg := plugin.NewRegistry(&plugin.Options{Steps: steps.Builtin()})
+	err := reg.Add(set.Plugins[0].Registration())
+	var ce *plugin.ClashError
+	if !errors.As(err, &ce) || ce.Name != "deploy_env" || ce.Claimant != "tp" {
+		t.Fatalf("Add = %v, want a clash over deploy_env", err)
+	}
+	if err := reg.Add(set2.Plugins[0].Registration()); err != nil {
+		t.Fatalf("Add of an unavailable plugin: %v", err)
+	}
+	recs := map[string]plugin.Record{}
+	for _, r := range reg.All() {
+		recs[r.Name] = r
+	}
+	if r := recs["tp"]; r.Active || r.Kind != plugin.KindProcess || !strings.HasPrefix(r.Status, "refused: ") || !strings.Contains(r.Status, "deploy_env") {
+		t.Errorf("tp record = %+v", r)
+	}
+	if r := recs["gone"]; r.Active || !strings.Contains(r.Status, "inactive: plugin gone: plugin/describe: exited") {
+		t.Errorf("gone record = %+v", r)
+	}
+	if probs := reg.Check(); len(probs) != 2 {
+		t.Errorf("Check = %v, want the clash and the plugin that did not start", probs)
 	}
 }

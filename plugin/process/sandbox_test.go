@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/agentenv/agentenv/plugin"
+	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandboxtest"
 )
@@ -36,10 +38,16 @@ func TestSandboxProviderConformance(t *testing.T) {
 		if errs := set.Errs(); len(errs) > 0 {
 			t.Fatalf("Load: %v", errs)
 		}
-		provs, errs := set.Providers(map[string]bool{"local": true})
-		if len(errs) > 0 || provs["hostdir"] == nil {
-			t.Fatalf("Providers = %v, %v", provs, errs)
+		for _, sp := range register(t, set, runner.NewStepRegistry()).Sandboxes() {
+			if sp.Name == "hostdir" {
+				p, err := sp.New(context.Background(), &plugin.ProviderEnv{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
 		}
-		return provs["hostdir"]
+		t.Fatal("the registry has no hostdir sandbox provider")
+		return nil
 	})
 }

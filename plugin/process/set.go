@@ -3,11 +3,11 @@ package process
 import (
 	"context"
 	"errors"
-	"fmt"
+	"strings"
 	"sync"
 
+	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/runner"
-	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
 // Loaded is one plugin after Load: its description, or why it could not
@@ -44,72 +44,30 @@ func Load(ctx context.Context, specs []Spec, o *Options) *Set {
 	return s
 }
 
-// ClashError is a contribution whose name is already taken.
-type ClashError struct {
-	Kind, Name      string // "step type", "sandbox provider"
-	Plugin, TakenBy string // TakenBy is "built-in" or "plugin <name>"
-}
-
-func (e *ClashError) Error() string {
-	return fmt.Sprintf("plugin %s: %s %q is already provided by %s", e.Plugin, e.Kind, e.Name, e.TakenBy)
-}
-
-// RegisterSteps adds the step types of every loaded plugin to reg. A type
-// already registered (a built-in, or another plugin's) is refused with a
-// *ClashError naming both owners, and that plugin's other types are still
-// added. It returns one error per problem.
-func (s *Set) RegisterSteps(reg *runner.StepRegistry) []error {
-	var errs []error
-	owner := map[string]string{}
-	for _, l := range s.Plugins {
-		if l.Err != nil {
-			continue
-		}
-		infos, err := l.Plugin.StepInfos(l.Description)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		for _, info := range infos {
-			if _, err := reg.Lookup(info.Type); err == nil {
-				by := "built-in"
-				if o, ok := owner[info.Type]; ok {
-					by = "plugin " + o
-				}
-				errs = append(errs, &ClashError{Kind: "step type", Name: info.Type, Plugin: l.Plugin.Name(), TakenBy: by})
-				continue
-			}
-			reg.Register(info)
-			owner[info.Type] = l.Plugin.Name()
-		}
+// Registration is the plugin registry's record of a loaded plugin: its
+// step types and sandbox providers, or, when it could not be loaded,
+// Unavailable with the reason (it is then listed inactive and contributes
+// nothing). The registry refuses names a built-in or another plugin owns.
+func (l *Loaded) Registration() plugin.Plugin {
+	spec := l.Plugin.Spec()
+	p := plugin.Plugin{Name: spec.Name, Kind: plugin.KindProcess, Module: strings.Join(spec.Command, " ")}
+	if l.Err != nil {
+		p.Unavailable = l.Err
+		return p
 	}
-	return errs
-}
-
-// Providers returns a sandbox provider for every provider the plugins
-// contribute, keyed by name. Names in taken (the built-in providers) and
-// names two plugins both claim are refused with a *ClashError.
-func (s *Set) Providers(taken map[string]bool) (map[string]sandbox.Provider, []error) {
-	out := map[string]sandbox.Provider{}
-	owner := map[string]string{}
-	var errs []error
-	for _, l := range s.Plugins {
-		if l.Err != nil {
-			continue
-		}
-		for _, pt := range l.Description.SandboxProviders {
-			switch {
-			case taken[pt.Name]:
-				errs = append(errs, &ClashError{Kind: "sandbox provider", Name: pt.Name, Plugin: l.Plugin.Name(), TakenBy: "built-in"})
-			case owner[pt.Name] != "":
-				errs = append(errs, &ClashError{Kind: "sandbox provider", Name: pt.Name, Plugin: l.Plugin.Name(), TakenBy: "plugin " + owner[pt.Name]})
-			default:
-				owner[pt.Name] = l.Plugin.Name()
-				out[pt.Name] = l.Plugin.Provider(pt)
-			}
-		}
+	p.Version = l.Description.Version
+	infos, err := l.Plugin.StepInfos(l.Description)
+	if err != nil {
+		p.Unavailable = err
+		return p
 	}
-	return out, errs
+	p.Steps = infos
+	for _, pt := range l.Description.SandboxProviders {
+		prov := l.Plugin.Provider(pt)
+		p.Sandboxes = append(p.Sandboxes, plugin.SandboxProvider{Name: pt.Name,
+			New: func(context.Context, *plugin.ProviderEnv) (runner.SandboxProvider, error) { return prov, nil }})
+	}
+	return p
 }
 
 // Errs lists the plugins that could not be loaded.

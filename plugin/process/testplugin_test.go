@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 
 // testSpec is a Spec that starts this test binary as a plugin behaving as
 // behaviour says.
-func testSpec(t *testing.T, name, behaviour string) (Spec, *Options) {
+func testSpec(t testing.TB, name, behaviour string) (Spec, *Options) {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -50,6 +50,7 @@ func (stdio) Close() error { return nil }
 //	         provider is not offered
 //	exit     exits at once
 //	badproto answers describe with protocol version 9
+//	claims   describes step types roll and deploy_env (a built-in)
 func serveTestPlugin(behaviour string) int {
 	switch behaviour {
 	case "exit":
@@ -66,6 +67,9 @@ func serveTestPlugin(behaviour string) int {
 			v := ProtocolVersion
 			if behaviour == "badproto" {
 				v = "9"
+			}
+			if behaviour == "claims" {
+				return Description{ProtocolVersion: v, Name: "test", Version: "1", Steps: []StepType{{Type: "roll"}, {Type: "deploy_env"}}}, nil
 			}
 			steps := []StepType{{Type: "echo", Schema: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":false}`)}}
 			for _, s := range []string{"grade", "bad_op", "hang", "crash", "garbage", "slow"} {
