@@ -121,3 +121,50 @@ func TestPluginListProcessPlugins(t *testing.T) {
 		t.Errorf("plugin show broken: exit %d\n%s", code, out)
 	}
 }
+
+// stubbornPlugin is a process plugin whose step never answers, not even
+// $/cancelRequest, and which starts a child of its own.
+const stubbornPlugin = `#!/usr/bin/env python3
+import json, subprocess, sys
+child = subprocess.Popen(["sleep", "300"])
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("method") == "plugin/describe":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": {"protocol_version": "1", "name": "stubborn",
+            "version": "1", "steps": [{"type": "wait_forever"}]}}), flush=True)
+    elif m.get("method") == "step/validate":
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "none"}}), flush=True)
+`
+
+// Ctrl-C during a plugin step cancels the run, and the plugin, which
+// ignores the cancel, is killed with everything it started.
+func TestCtrlCStopsPluginProcesses(t *testing.T) {
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("python3 is not installed")
+	}
+	c := newCLI(t)
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "agentenv-plugin-stubborn"), []byte(stubbornPlugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := filepath.Join(t.TempDir(), "stuck")
+	writeFile(t, filepath.Join(dir, "tasks", "stuck.json"), `[{"id":"w","type":"wait_forever"}]`)
+	out, errb := newSyncBuffer(), newSyncBuffer()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	d := c.deps(out, errb)
+	done := make(chan int, 1)
+	go func() { done <- execute(ctx, []string{"run", dir}, d) }()
+	out.waitFor(t, "step 1/1 w (wait_forever)")
+	cancel(interruptFor(os.Interrupt))
+	if code := <-done; code != exitInterrupted {
+		t.Errorf("exit %d, want %d\n%s\n%s", code, exitInterrupted, out, errb)
+	}
+	if !strings.Contains(out.String(), "tasks/stuck.json v1: cancelled") {
+		t.Errorf("output:\n%s", out)
+	}
+	if left := d.proc.set.Running(); len(left) > 0 {
+		t.Errorf("plugin process groups still alive after Ctrl-C: %v", left)
+	}
+}

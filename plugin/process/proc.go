@@ -152,6 +152,18 @@ func (p *proc) kill() {
 	}
 	_ = p.conn.Close()
 	<-p.exited
+	if !again {
+		waitGroupGone(p.cmd.Process.Pid)
+	}
+}
+
+// waitGroupGone waits (up to 5 s) until no process of the killed group is
+// left: the plugin's children die a moment after it, reaped by init.
+func waitGroupGone(pgid int) {
+	deadline := time.Now().Add(5 * time.Second)
+	for groupAlive(pgid) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // stop asks the process to end by closing its stdin, waits up to grace,

@@ -166,6 +166,6 @@ type CancelParams struct {
 
 // errMethodNotFound reports whether err is a plugin's "method not found".
 func errMethodNotFound(err error) bool {
-	var je *jsonrpc2.Error
-	return errors.As(err, &je) && je.Code == CodeMethodNotFound
+	var re *RemoteError
+	return errors.As(err, &re) && re.Code == CodeMethodNotFound
 }
