@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"os/exec"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,6 +17,10 @@ func stepsN(typ string, n int) []byte {
 	for i := range n {
 		if i > 0 {
 			b.WriteString(",")
+		}
+		if typ == "dice_roll" {
+			fmt.Fprintf(&b, `{"id":"s%d","type":"%s","count":1}`, i, typ)
+			continue
 		}
 		fmt.Fprintf(&b, `{"id":"s%d","type":"%s","n":%d}`, i, typ, i)
 	}
@@ -58,16 +63,29 @@ func TestTwoHundredStepsOneProcess(t *testing.T) {
 }
 
 // BenchmarkTwoHundredSteps runs a task of 200 steps through one plugin
-// process (plugin) and through an in-process step doing the same context
-// write (inprocess); per-step overhead = (plugin - inprocess) / 200.
+// process: the Go test plugin (plugin) and the Python example
+// (python, 200 dice_roll steps), and through an in-process step doing the
+// same context write (inprocess, the floor); per-step overhead =
+// (plugin - inprocess) / 200.
 func BenchmarkTwoHundredSteps(b *testing.B) {
-	for _, kind := range []string{"inprocess", "plugin"} {
+	for _, kind := range []string{"inprocess", "plugin", "python"} {
 		b.Run(kind, func(b *testing.B) {
 			reg := runner.NewStepRegistry()
 			typ := "echo"
 			if kind == "inprocess" {
 				typ = "go_echo"
 				reg.Register(runner.StepInfo{Type: typ, New: func() runner.Step { return &inProcessEcho{} }})
+			} else if kind == "python" {
+				if _, err := exec.LookPath("python3"); err != nil {
+					b.Skip("python3 is not installed")
+				}
+				typ = "dice_roll"
+				set := Load(context.Background(), []Spec{{Name: "dice", Command: []string{"../../examples/plugins/dice/agentenv-plugin-dice"}}}, nil)
+				defer set.Close()
+				if errs := set.Errs(); len(errs) > 0 {
+					b.Fatal(errs)
+				}
+				reg = register(b, set, reg).Steps()
 			} else {
 				spec, opts := testSpec(b, "tp", "ok")
 				set := Load(context.Background(), []Spec{spec}, opts)

@@ -161,6 +161,9 @@ func (d *Description) check() error {
 			return fmt.Errorf("step type %q is listed twice", s.Type)
 		}
 		seen["step:"+s.Type] = true
+		if s.Context != "" && s.Context != ContextFull && s.Context != ContextNone {
+			return fmt.Errorf("step type %q: context must be %q or %q, got %q", s.Type, ContextFull, ContextNone, s.Context)
+		}
 		if len(s.Schema) > 0 {
 			if _, err := compileSchema(s.Schema); err != nil {
 				return fmt.Errorf("step type %q: schema: %w", s.Type, err)

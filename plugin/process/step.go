@@ -30,7 +30,8 @@ func (p *Plugin) StepInfos(d *Description) ([]runner.StepInfo, error) {
 			Type:           st.Type,
 			TolerateErrors: st.TolerateErrors,
 			New: func() runner.Step {
-				return &stepConfig{p: p, typ: st.Type, schema: schema, fields: map[string]json.RawMessage{}}
+				return &stepConfig{p: p, typ: st.Type, schema: schema, noContext: st.Context == ContextNone,
+					fields: map[string]json.RawMessage{}}
 			},
 		})
 	}
@@ -44,7 +45,9 @@ type stepConfig struct {
 	p      *Plugin
 	typ    string
 	schema *jsonschema.Resolved
-	fields map[string]json.RawMessage
+	// noContext: the type asked for no copy of the run context.
+	noContext bool
+	fields    map[string]json.RawMessage
 }
 
 var (
@@ -113,9 +116,11 @@ func (c *stepConfig) Run(ctx context.Context, rc *runner.RunContext) error {
 	token := runner.RandomHex(8)
 	c.p.tokens.Store(token, rc.Logger().With("plugin", c.p.spec.Name))
 	defer c.p.tokens.Delete(token)
-	seed := rc.Seed()
-	params := RunParams{Type: c.typ, StepID: rc.StepID(), Fields: c.fields,
-		Context: rc.SafeSnapshot(), Seed: seed, Token: token}
+	doc := map[string]any{}
+	if !c.noContext {
+		doc = rc.SafeSnapshot()
+	}
+	params := RunParams{Type: c.typ, StepID: rc.StepID(), Fields: c.fields, Context: doc, Seed: rc.Seed(), Token: token}
 	var res RunResult
 	if err := c.p.Call(ctx, MethodStepRun, params, &res); err != nil {
 		return err

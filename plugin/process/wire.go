@@ -79,7 +79,17 @@ type StepType struct {
 	Schema json.RawMessage `json:"schema,omitempty"`
 	// TolerateErrors makes fail_task_on_error default to false.
 	TolerateErrors bool `json:"tolerate_errors,omitempty"`
+	// Context is what step/run is sent of the run context: ContextFull
+	// (the default) or ContextNone, for steps that do not read it (a large
+	// context costs time to copy and send on every step).
+	Context string `json:"context,omitempty"`
 }
+
+// What a step type is sent of the run context (StepType.Context).
+const (
+	ContextFull = "full"
+	ContextNone = "none"
+)
 
 // ProviderType is one contributed sandbox provider.
 type ProviderType struct {
@@ -119,6 +129,7 @@ type RunParams struct {
 	Fields map[string]json.RawMessage `json:"fields"`
 	// Context is a copy of the run context document (secrets removed);
 	// changing it changes nothing: the plugin returns operations instead.
+	// It is {} for a step type that asked for no context.
 	Context map[string]any `json:"context"`
 	// Seed is the run's seed row (metadata.seed) as strings; {} when none.
 	Seed map[string]string `json:"seed"`
