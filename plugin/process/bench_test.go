@@ -2,8 +2,8 @@ package process
 
 import (
 	"context"
-	"os/exec"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/sourcegraph/jsonrpc2"
@@ -221,6 +222,10 @@ func (p *Plugin) callOn(ctx context.Context, pr *proc, method string, params, re
 	defer cancel()
 	id := jsonrpc2.ID{Num: p.ids.Add(1)}
 	w, err := pr.conn.DispatchCall(cctx, method, params, jsonrpc2.PickID(id))
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
+		// The request could not be written: the process is gone or going.
+		return &Error{Plugin: p.spec.Name, Method: method, Err: fmt.Errorf("could not send the request: %s", pr.why())}
+	}
 	if err == nil {
 		err = w.Wait(cctx, result)
 	}

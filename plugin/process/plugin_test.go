@@ -63,12 +63,14 @@ func checkClosed(t *testing.T, set *Set) {
 func TestDescribeSettingsAndSteps(t *testing.T) {
 	set, r := loadTest(t, "ok", 0, nil)
 	d := set.Plugins[0].Description
-	if d.Name != "test" || d.Version != "1.2.3" || len(d.Steps) != 7 {
+	if d.Name != "test" || d.Version != "1.2.3" || len(d.Steps) != 9 {
 		t.Fatalf("description = %+v", d)
 	}
 	task, err := r.ParseTask("t", 1, []byte(`[
 		{"id":"e","type":"echo","n":4},
-		{"id":"g","type":"grade","depends_on":["e"]}]`))
+		{"id":"g","type":"grade","depends_on":["e"]},
+		{"id":"blind","type":"blind","depends_on":["g"]},
+		{"id":"sighted","type":"sighted","depends_on":["g"]}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +87,12 @@ func TestDescribeSettingsAndSteps(t *testing.T) {
 	v, err := rc.Verification("g1")
 	if err != nil || v.Score != 1 || len(v.Results) != 1 || rc.VerifierOwner("g1") != "g" {
 		t.Errorf("verification g1 = %+v, %v (owner %q)", v, err, rc.VerifierOwner("g1"))
+	}
+	// A type that asked for no context gets {}; the others the document.
+	for id, want := range map[string]float64{"blind": 0, "sighted": 5} {
+		if md, _ := rc.Metadata(id); md.(map[string]any)["keys"] != want {
+			t.Errorf("%s saw a context of %v keys, want %v", id, md, want)
+		}
 	}
 	if n := len(set.Plugins[0].Plugin.pids()); n != 1 {
 		t.Errorf("%d processes started for one run, want 1 (reused)", n)

@@ -75,7 +75,12 @@ func serveTestPlugin(behaviour string) int {
 			for _, s := range []string{"grade", "bad_op", "hang", "crash", "garbage", "slow"} {
 				steps = append(steps, StepType{Type: s})
 			}
-			return Description{ProtocolVersion: v, Name: "test", Version: "1.2.3", Steps: steps,
+			steps = append(steps, StepType{Type: "blind", Context: ContextNone}, StepType{Type: "sighted"})
+			version := "no settings" // the version proves the settings arrived
+			if p.Settings["greeting"] == "hi" && p.Name == "tp" {
+				version = "1.2.3"
+			}
+			return Description{ProtocolVersion: v, Name: "test", Version: version, Steps: steps,
 				SandboxProviders: nil}, nil
 		case MethodCancel:
 			var p CancelParams
@@ -103,6 +108,8 @@ func serveTestPlugin(behaviour string) int {
 					{Op: OpSet, Path: []string{"metadata", p.StepID, "n"}, Value: mustJSON(n)},
 					{Op: OpAppend, Path: []string{"metadata", p.StepID, "seen"}, Value: mustJSON(p.Seed["k"])},
 				}}, nil
+			case "blind", "sighted":
+				return RunResult{Ops: []Op{{Op: OpSet, Path: []string{"metadata", p.StepID, "keys"}, Value: mustJSON(len(p.Context))}}}, nil
 			case "grade":
 				return RunResult{Ops: []Op{{Op: OpSet, Path: []string{"metadata", "verifications", "g1"},
 					Value: json.RawMessage(`{"results":[{"id":"r1","result":true}]}`)}}}, nil
