@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -32,10 +30,7 @@ func (d *deps) addProcessPlugins(cmd *cobra.Command) {
 		return
 	}
 	d.proc.once.Do(func() {
-		tables, dir, err := pluginTables(d.getenv)
-		if err != nil {
-			d.logger().Warn("plugin", "problem", err.Error())
-		}
+		tables, dir := pluginTables(d.getenv)
 		specs, errs := process.Discover(process.DiscoverOptions{Plugins: tables, ConfigDir: dir, Path: d.getenv("PATH")})
 		for _, err := range errs {
 			d.logger().Warn("plugin", "problem", err.Error())
@@ -57,25 +52,24 @@ func (d *deps) closeProcessPlugins() {
 
 // pluginTables reads the [plugins] tables of the config file (and its
 // folder, where relative plugin commands start), without validating the
-// rest: the names plugins add are what makes the rest valid.
-func pluginTables(getenv func(string) string) (map[string]map[string]any, string, error) {
+// rest: the names plugins add are what makes the rest valid. A config
+// that cannot be read gives no tables; the command reports it when it
+// loads the configuration.
+func pluginTables(getenv func(string) string) (map[string]map[string]any, string) {
 	path, err := config.Discover("", getenv)
 	if err != nil || path == "" {
-		return nil, "", err
+		return nil, ""
 	}
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, "", nil
-	}
 	if err != nil {
-		return nil, "", err
+		return nil, ""
 	}
 	var doc struct {
 		Plugins map[string]map[string]any `toml:"plugins"`
 	}
 	if err := toml.Unmarshal(b, &doc); err != nil {
-		return nil, "", &config.Error{File: path, Msg: "reading [plugins]: " + err.Error(), Err: err}
+		return nil, ""
 	}
 	dir, _ := filepath.Abs(filepath.Dir(path))
-	return doc.Plugins, dir, nil
+	return doc.Plugins, dir
 }

@@ -78,7 +78,7 @@ func startProc(name string, argv []string, env []string, dir string, log *slog.L
 	for _, f := range childEnds {
 		f.Close()
 	}
-	p := &proc{name: name, cmd: cmd, stderr: &tail{}, stdin: inW, exited: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, stderr: &tail{done: make(chan struct{})}, stdin: inW, exited: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		close(p.exited)
@@ -210,6 +210,13 @@ func (p *proc) why() string {
 			msg = "was stopped"
 		}
 	}
+	if ge == nil {
+		// Its last words may still be in the stderr pipe.
+		select {
+		case <-p.stderr.done:
+		case <-time.After(time.Second):
+		}
+	}
 	if t := p.stderr.String(); t != "" {
 		msg += "; its last stderr lines: " + t
 	}
@@ -220,11 +227,13 @@ func (p *proc) why() string {
 type tail struct {
 	mu    sync.Mutex
 	lines []string
+	done  chan struct{} // closed when the plugin's stderr is closed
 }
 
 const tailLines = 5
 
 func (t *tail) copyLines(r io.ReadCloser, each func(string)) {
+	defer close(t.done)
 	defer r.Close()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
