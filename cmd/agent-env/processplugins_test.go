@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -39,6 +41,22 @@ func TestRunWithProcessPlugin(t *testing.T) {
 	}
 	if left := d.proc.set.Running(); len(left) > 0 {
 		t.Errorf("plugin processes still running after the command: %v", left)
+	}
+	// Seeded: a second run (same seed row, same step id) rolls the same.
+	rolls := func(out string) any {
+		m := regexp.MustCompile(`instance (\S+)\n`).FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("no instance in:\n%s", out)
+		}
+		return c.instance(m[1]).Context["metadata"].(map[string]any)["roll"].(map[string]any)["rolls"]
+	}
+	first := rolls(out.String())
+	if l, _ := first.([]any); len(l) != 3 {
+		t.Fatalf("metadata.roll.rolls = %v, want 3 rolls", first)
+	}
+	code, again, stderr := c.run("run", filepath.Join(dice, "bundle"))
+	if code != 0 || !reflect.DeepEqual(rolls(again), first) {
+		t.Errorf("second run: exit %d, rolls %v, want %v\n%s", code, rolls(again), first, stderr)
 	}
 }
 
