@@ -59,6 +59,12 @@ type Plugin struct {
 	// (nil when config.toml has none) once, before any contribution is
 	// used. An error makes the plugin inactive.
 	Configure func(settings map[string]any) error
+
+	// Unavailable, when set, is why the plugin cannot be used although it
+	// is installed (a process plugin that did not start or describe
+	// itself): it is listed inactive with this reason, contributes
+	// nothing, and plugin check reports it.
+	Unavailable error
 }
 
 // SandboxProvider contributes a sandbox provider for task steps. New is

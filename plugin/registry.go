@@ -255,6 +255,10 @@ func (r *Registry) Add(p Plugin) error {
 	for _, c := range e.claims() {
 		r.owners[c] = e
 	}
+	if p.Unavailable != nil {
+		e.inactive = p.Unavailable
+		r.problems = append(r.problems, p.Unavailable)
+	}
 	return nil
 }
 

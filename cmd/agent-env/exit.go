@@ -53,6 +53,7 @@ func execute(ctx context.Context, args []string, d *deps) int {
 	root.SetOut(d.stdout)
 	root.SetErr(d.stderr)
 	err := root.ExecuteContext(ctx)
+	d.closeProcessPlugins() // no plugin process outlives the command (processplugins.go)
 	return report(ctx, err, d.stderr)
 }
 

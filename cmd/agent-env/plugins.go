@@ -35,6 +35,7 @@ func (d *deps) wirePlugins(root *cobra.Command) {
 	root.PersistentPreRun = nil
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		pre(cmd, args)
+		d.addProcessPlugins(cmd) // processplugins.go
 		return d.refuseBrokenPlugins(cmd)
 	}
 }

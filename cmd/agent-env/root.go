@@ -43,6 +43,8 @@ type deps struct {
 	plugins           *plugin.Registry
 	pluginSet         func() []plugin.Plugin
 	pluginsConfigured sync.Once
+	// proc is the process plugins of the command (processplugins.go).
+	proc processPlugins
 }
 
 func defaultDeps() *deps {

@@ -1,0 +1,7 @@
+//go:build unix && !linux
+
+package process
+
+import "syscall"
+
+func setParentDeathSignal(*syscall.SysProcAttr) {}
