@@ -26,6 +26,13 @@
 // ExtensionProvider (custom /ext/… operations) and OperationOverrider
 // (replace SDK operations, with the default as next).
 //
+// Trajectories: the runner reads each turn's trajectory after the turn
+// and stores it with the run. An agent appends JSON-object events to
+// Task.Trajectory as it works, or returns a whole one in
+// Result.Trajectory, or records nothing; the last is a quiet default (a
+// whole read answers 404, the runner stores no trajectory for the turn
+// and logs nothing above debug level).
+//
 // Subpackages: agentsdktest (serve an agent on loopback and drive it like
 // the runner) and llm (an OpenAI-compatible model client whose failures
 // are typed *Failure values).

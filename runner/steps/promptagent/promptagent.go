@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -357,19 +358,10 @@ func (c *Config) exchange(ctx context.Context, rc *runner.RunContext, ac *a2acli
 	if task == nil {
 		return t
 	}
-	// The trajectory, by task id (best effort: an agent without a final
-	// trajectory answers 404).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	st, body, terr := ac.Ext(cctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": task.ID})
-	if terr != nil || st != http.StatusOK {
-		rc.Logger().Warn("no agent trajectory", "task_id", task.ID, "status", st, "error", terr)
-		return t
-	}
-	var tr struct {
-		Trajectory json.RawMessage `json:"trajectory"`
-	}
-	if json.Unmarshal(body, &tr) != nil || tr.Trajectory == nil {
+	traj := agentTrajectory(cctx, rc.Logger(), ac, task.ID)
+	if traj == nil {
 		return t
 	}
 	objs := rc.Services().Objects
@@ -380,12 +372,39 @@ func (c *Config) exchange(ctx context.Context, rc *runner.RunContext, ac *a2acli
 	if conversation {
 		key = fmt.Sprintf("%sturn_%03d/trajectory.json", prefix, n)
 	}
-	if _, err := objs.Put(cctx, key, bytes.NewReader(tr.Trajectory), nil); err != nil {
+	if _, err := objs.Put(cctx, key, bytes.NewReader(traj), nil); err != nil {
 		rc.Logger().Warn("storing the trajectory failed", "key", key, "error", err)
 		return t
 	}
 	t.url = objs.URL(key)
 	return t
+}
+
+// agentTrajectory reads a turn's trajectory from the agent, by task id
+// (best effort: nil when there is none). An agent that never appended
+// answers 404 for an ended task, and one without the trajectory extension
+// answers 404 for the path: both are an agent's documented choice to keep
+// none, so the turn has no trajectory and nothing is logged above debug
+// level. Anything else (a 5xx, a broken connection, a body that is not a
+// trajectory) is worth a warning.
+func agentTrajectory(ctx context.Context, log *slog.Logger, ac *a2aclient.Client, taskID string) json.RawMessage {
+	st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": taskID})
+	switch {
+	case err == nil && st == http.StatusNotFound:
+		log.Debug("the agent kept no trajectory for this turn", "task_id", taskID)
+		return nil
+	case err != nil || st != http.StatusOK:
+		log.Warn("no agent trajectory", "task_id", taskID, "status", st, "error", err)
+		return nil
+	}
+	var tr struct {
+		Trajectory json.RawMessage `json:"trajectory"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil || tr.Trajectory == nil {
+		log.Warn("the agent's trajectory answer holds no trajectory", "task_id", taskID)
+		return nil
+	}
+	return tr.Trajectory
 }
 
 // configure sends the negotiated agent-config fields (only names the card
