@@ -5,7 +5,7 @@
 // and peer-agents (other agents it may delegate to).
 //
 // An agent is one function. The SDK turns its result into the terminal
-// A2A message the runner reads, turns a *Failure into the spec's failed
+// A2A message the runner reads, turns a *Failure into the reference's failed
 // status with a trailing error data part, and turns anything else (a
 // panic, an unexpected error) into an opaque failure whose correlation id
 // is the only link to the logged cause.

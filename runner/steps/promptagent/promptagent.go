@@ -1,8 +1,7 @@
 // Package promptagent is the prompt_agent step: send a prompt to a
 // deployed agent over A2A (non-blocking message/send, then tasks/get
 // polling), read the reply and the agent's trajectory, store the
-// trajectory in the object store and record prompt_responses[]
-// (runner.md §4, §7; agent-protocol.md §3.2, §5.4, §8).
+// trajectory in the object store and record prompt_responses[].
 //
 // With max_conversation_turns > 1 and user_agent_name, a second deployed
 // agent plays the user: each agent reply is sent to it, and its answer
@@ -36,7 +35,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	Prompt                  string            `json:"prompt,omitempty"`
 	Parts                   []a2aclient.Part  `json:"parts,omitempty"`
@@ -475,7 +474,7 @@ func send(ctx context.Context, ac *a2aclient.Client, card json.RawMessage, want 
 }
 
 // recordEnvStates reads each deployed env's /triggers/state (waiting up
-// to 60 s while a trigger is settling) and /clock/state (gateway.md §9.9)
+// to 60 s while a trigger is settling) and /clock/state
 // into the response entry. Failures are logged, never fatal.
 func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, entry map[string]any) {
 	trig, clock := map[string]any{}, map[string]any{}
@@ -517,8 +516,8 @@ func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, ent
 	}
 }
 
-// decide asks the user agent's triggers for the next user turn
-// (agent-protocol.md §7.7): each env's gateway trigger statuses are read
+// decide asks the user agent's triggers for the next user turn:
+// each env's gateway trigger statuses are read
 // first (fail-closed); fired parts become the next prompt, done ends the
 // conversation, and neither (decided=false) leaves the turn to the agent.
 func decide(ctx context.Context, rc *runner.RunContext, user *a2aclient.Client, turn int, solver, contextID string) (msg string, done, decided bool, err error) {
