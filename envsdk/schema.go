@@ -124,7 +124,7 @@ func structSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, e
 	return out, nil
 }
 
-// typeSchema maps one Go type to its schema (table).
+// typeSchema maps one Go type to its schema (the reference's type table).
 func typeSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

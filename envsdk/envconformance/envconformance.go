@@ -1,7 +1,7 @@
 // Package envconformance is the shared wire-contract suite for anything
 // that serves the environment protocol: envsdk servers, a gateway's env
 // face, or a reference (Python) env reached over HTTP. It checks the card
-// shape and the data-plane transport rules of the env card and the data plane (docs/protocol.md)
+// shape and the data-plane transport rules (docs/protocol.md)
 // without side effects (it never resets, adds or reads data), so it can
 // run against a loaded env.
 //
