@@ -153,8 +153,9 @@ func TestEmitWithoutStreamingFails(t *testing.T) {
 
 func TestCancelRunningTask(t *testing.T) {
 	done := make(chan error, 1)
+	appended := make(chan error, 1)
 	a := start(t, agentsdk.Handler(func(ctx context.Context, tk *agentsdk.Task) (*agentsdk.Result, error) {
-		_ = tk.Trajectory.Append(map[string]any{"type": "started"})
+		appended <- tk.Trajectory.Append(map[string]any{"type": "started"})
 		<-ctx.Done()
 		done <- ctx.Err()
 		return nil, ctx.Err()
@@ -163,6 +164,12 @@ func TestCancelRunningTask(t *testing.T) {
 	task, err := a.Client.Send(ctx, "cc", "wait", false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Cancel only once the handler's first append has landed: "working"
+	// alone is reported before the handler runs, so cancelling then can
+	// end the task before anything reaches the trajectory.
+	if err := <-appended; err != nil {
+		t.Fatalf("append: %v", err)
 	}
 	if _, err := a.Client.WaitFor(ctx, task.ID, func(t *agentsdktest.Task) bool { return t.Status.State == "working" }); err != nil {
 		t.Fatal(err)

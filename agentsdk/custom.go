@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// Custom REST extensions (agent-protocol.md §6): an agent that implements
+// Custom REST extensions: an agent that implements
 // ExtensionProvider serves its own /ext/… operations, advertised on the
 // card next to the SDK's.
 

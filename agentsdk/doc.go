@@ -5,7 +5,7 @@
 // and peer-agents (other agents it may delegate to).
 //
 // An agent is one function. The SDK turns its result into the terminal
-// A2A message the runner reads, turns a *Failure into the spec's failed
+// A2A message the runner reads, turns a *Failure into the reference's failed
 // status with a trailing error data part, and turns anything else (a
 // panic, an unexpected error) into an opaque failure whose correlation id
 // is the only link to the logged cause.
@@ -25,6 +25,13 @@
 // TriggerHost (the triggers extension of user simulators),
 // ExtensionProvider (custom /ext/… operations) and OperationOverrider
 // (replace SDK operations, with the default as next).
+//
+// Trajectories: the runner reads each turn's trajectory after the turn
+// and stores it with the run. An agent appends JSON-object events to
+// Task.Trajectory as it works, or returns a whole one in
+// Result.Trajectory, or records nothing; the last is a quiet default (a
+// whole read answers 404, the runner stores no trajectory for the turn
+// and logs nothing above debug level).
 //
 // Subpackages: agentsdktest (serve an agent on loopback and drive it like
 // the runner) and llm (an OpenAI-compatible model client whose failures

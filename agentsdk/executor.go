@@ -191,8 +191,7 @@ func (s *Server) runAgent(ctx context.Context, t *Task, timeout time.Duration) (
 	return res, err
 }
 
-// terminal maps a run outcome to the terminal state and message parts
-// (agent-protocol.md §5.2, §5.3).
+// terminal maps a run outcome to the terminal state and message parts.
 func (s *Server) terminal(rc *a2asrv.RequestContext, res *Result, runErr error) (a2a.TaskState, []protocol.Part) {
 	var f *Failure
 	if runErr == nil && res != nil {

@@ -13,7 +13,7 @@ import (
 )
 
 // extension is one REST extension served under /ext/… and advertised on
-// the card (agent-protocol.md §6).
+// the card.
 type extension struct {
 	uri, description, endpoint string
 	methods                    []*extMethod
@@ -184,7 +184,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_, _ = w.Write(b)
 }
 
-// checkResponse enforces the declared response fields (§6.2): an
+// checkResponse enforces the declared response fields: an
 // undeclared or missing required field is a framework error (500), never
 // a leak of whatever the handler produced.
 func checkResponse(decl map[string]any, resp any) error {

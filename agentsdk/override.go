@@ -8,7 +8,7 @@ import (
 	"sort"
 )
 
-// Overriding the SDK's own operations (agent-protocol.md §6.2): all or
+// Overriding the SDK's own operations: all or
 // nothing per extension, and an override may call the default.
 
 // OperationOverrider is implemented by agents that replace SDK-owned

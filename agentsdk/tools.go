@@ -6,7 +6,7 @@ import (
 	"fmt"
 )
 
-// Model APIs that ToolDefinitions renders for (agent-protocol.md §9).
+// Model APIs that ToolDefinitions renders for.
 const (
 	APIOpenAIChat      = "openai_chat"
 	APIOpenAIResponses = "openai_responses"

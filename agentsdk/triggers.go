@@ -18,7 +18,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// Triggers (agent side, agent-protocol.md §7.7): deterministic user-sim
+// Triggers (agent side): deterministic user-sim
 // turns. A user-simulator agent implements TriggerHost to serve them.
 
 // TriggerHost is implemented by agents that serve the triggers extension

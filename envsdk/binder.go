@@ -14,7 +14,7 @@ import (
 )
 
 // binder checks and coerces REST extension parameters against the fields
-// of the handler's input struct (spec §7): query strings and loosely typed
+// of the handler's input struct: query strings and loosely typed
 // JSON become the declared types, unknown and missing names are rejected.
 type binder struct {
 	passthrough bool // In is a map or any: no binding

@@ -185,7 +185,7 @@ func (s *Server) limitBody(next http.Handler) http.Handler {
 
 // unknownTools answers tools/call for names that are not registered with
 // an isError result, as the reference does; mcp-go would answer a JSON-RPC
-// error (dependencies.md §2.4 pitfall 4). Every other request goes through.
+// error. Every other request goes through.
 func (s *Server) unknownTools(known map[string]bool, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get(protocol.HeaderMCPSessionID) == "" {

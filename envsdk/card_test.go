@@ -48,7 +48,7 @@ func TestCardSpecExample(t *testing.T) {
 	if status != 200 || h.Get("Content-Type") != "application/json" {
 		t.Fatalf("status %d, content type %q", status, h.Get("Content-Type"))
 	}
-	// env-protocol.md §2.2, verbatim.
+	// The reference's example card, verbatim.
 	want := mustJSON(t, `{"name":"items","protocolVersion":"1.0","url":"/agentenv","preferredTransport":"JSONRPC",
  "additionalInterfaces":[{"url":"/mcp","transport":"mcp"}],
  "capabilities":{"extensions":null,
@@ -215,7 +215,7 @@ func TestHostPort(t *testing.T) {
 	}
 }
 
-// spec §15 "Default card": all three data handlers, nothing else.
+// The default card: all three data handlers, nothing else.
 func TestDefaultCardFullDataPlane(t *testing.T) {
 	s := envsdk.New(&protocol.EnvCard{Name: "data"}, &envsdk.Options{Getenv: noEnv})
 	s.HandleReset(func(context.Context) error { return nil })

@@ -27,7 +27,7 @@ type syncTimeOut struct {
 	GatewayVirtualTime *string `json:"gateway_virtual_time"`
 }
 
-// EnableClock opts in to urn:agentenv:clock/v1 (spec §8): it serves
+// EnableClock opts in to urn:agentenv:clock/v1: it serves
 // POST /agentenv/ext/sync_time, advertises it, and makes Now follow the
 // gateway's virtual clock once synced.
 func (s *Server) EnableClock() {

@@ -12,7 +12,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// serveDataPlane answers POST /agentenv (spec §3). Every answer is HTTP
+// serveDataPlane answers POST /agentenv. Every answer is HTTP
 // 200 with a JSON-RPC response, whatever the body.
 func (s *Server) serveDataPlane(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes))

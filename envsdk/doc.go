@@ -1,12 +1,12 @@
 // Package envsdk writes an AgentEnv environment server in Go: typed MCP
 // tools, the JSON-RPC data plane (data/reset, data/add, data/get), REST
 // extensions, the virtual clock and the env card, all on one HTTP listener
-// (spec: env-protocol.md).
+// (docs/protocol.md).
 //
 // It exists so that an env author writes plain Go functions over plain Go
 // structs and gets a server that behaves like one built with the
 // reference's Python SDK: schemas derived from struct tags, the caller's
-// identity in the context, every error answered in the spec's shape.
+// identity in the context, every error answered in the reference's shape.
 // mcp-go runs underneath but never appears in the API, so the MCP library
 // can change without breaking envs.
 //

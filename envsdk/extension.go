@@ -15,7 +15,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// Extension declares a REST extension (spec §7): one method served at
+// Extension declares a REST extension: one method served at
 // Path (default /agentenv/ext/<Name>) with the verb Method (default POST),
 // advertised under URI on the card.
 type Extension struct {

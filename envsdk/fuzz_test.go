@@ -87,7 +87,7 @@ func FuzzDataPlane(f *testing.F) {
 
 // FuzzExtension sends arbitrary bodies and query strings to REST
 // extensions: every answer is 200 with JSON, or 400 (413 over the body
-// limit) with the spec's invalid_params body; never a 500 or a crash.
+// limit) with the reference's invalid_params body; never a 500 or a crash.
 //
 //	go test -run '^$' -fuzz FuzzExtension -fuzztime 30s ./envsdk/
 func FuzzExtension(f *testing.F) {

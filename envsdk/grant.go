@@ -14,8 +14,8 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// WriteNamespaceGrant lets data/get upload its export under RootPath
-// (env-protocol.md §11, §12). It reaches the handler validated.
+// WriteNamespaceGrant lets data/get upload its export under RootPath.
+// It reaches the handler validated.
 type WriteNamespaceGrant struct {
 	RootPath       string              `json:"root_path"`
 	ExpiresAt      time.Time           `json:"expires_at"`
@@ -35,7 +35,7 @@ type HTTPPostPolicyGrant struct {
 	Headers   map[string]string `json:"headers,omitempty"`
 }
 
-// dataObjectsDescription is the card entry's text (spec §11).
+// dataObjectsDescription is the card entry's text.
 const dataObjectsDescription = "data/get takes a write_namespace grant and may upload its export under it."
 
 // HandleGetWithGrant registers data/get with a handler that accepts a
@@ -147,7 +147,7 @@ func httpsURL(s string) bool {
 }
 
 // normalisedRelative: relative POSIX, no empty, "." or ".." segment, no
-// backslash (spec §11).
+// backslash.
 func normalisedRelative(p string) bool {
 	if p == "" || strings.HasPrefix(p, "/") || strings.Contains(p, `\`) {
 		return false

@@ -17,7 +17,7 @@ const (
 	TransportNone = "none"
 )
 
-// Caller is who made a call, resolved as spec §5.2 says.
+// Caller is who made a call, resolved from the call (docs/protocol.md, "Identity").
 type Caller struct {
 	// Role is the normalised role; empty means no role.
 	Role string
@@ -71,7 +71,7 @@ func WithCaller(ctx context.Context, role, session string) context.Context {
 	return WithToolContext(ctx, tc)
 }
 
-// resolveCaller applies spec §5.2 to one call: a _meta role key, present
+// resolveCaller resolves the caller of one call: a _meta role key, present
 // with any value, makes the call "forwarded" and headers are ignored.
 func resolveCaller(meta map[string]any, header http.Header, mcpSession string) Caller {
 	metaSession := ""

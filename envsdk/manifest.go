@@ -12,8 +12,7 @@ import (
 // InterfaceManifestPath is where ServeInterfaceManifests lists manifests.
 const InterfaceManifestPath = "/agentenv/interface-manifest"
 
-// ServeInterfaceManifests serves urn:agentenv:get-interfaces/v1 (spec
-// §9): GET InterfaceManifestPath lists the interface names, and
+// ServeInterfaceManifests serves urn:agentenv:get-interfaces/v1: GET InterfaceManifestPath lists the interface names, and
 // GET InterfaceManifestPath/<name> returns that manifest (404 for others).
 // Each manifest must be a JSON object; the env does not check its fields.
 func (s *Server) ServeInterfaceManifests(manifests map[string]json.RawMessage) {

@@ -55,7 +55,7 @@ type field struct {
 	tag      reflect.StructTag
 }
 
-// objectSchema derives the JSON Schema of an argument object (spec §4.2).
+// objectSchema derives the JSON Schema of an argument object.
 // The type must be a struct (or pointer to one) or a map; anything else is
 // an error, because MCP tool arguments are always an object.
 func objectSchema(t reflect.Type) (map[string]any, error) {
@@ -124,7 +124,7 @@ func structSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, e
 	return out, nil
 }
 
-// typeSchema maps one Go type to its schema (spec §4.2 table).
+// typeSchema maps one Go type to its schema (the reference's type table).
 func typeSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
@@ -282,7 +282,7 @@ func typedValue(t reflect.Type, s string) (any, error) {
 	return v, nil
 }
 
-// parseBool accepts the spellings REST extensions coerce (spec §7).
+// parseBool accepts the spellings REST extensions coerce.
 func parseBool(s string) (bool, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "true", "1", "yes", "on":

@@ -21,7 +21,7 @@ import (
 // AGENTENV_MAX_BODY_BYTES say otherwise (inline seeds are base64).
 const DefaultMaxBodyBytes int64 = 256 << 20
 
-// Environment variables the server reads (spec §1).
+// Environment variables the server reads.
 const (
 	EnvEnvironmentName = "ENVIRONMENT_NAME"
 	EnvHost            = "MCP_HOST"
@@ -54,7 +54,7 @@ type Options struct {
 	// Logger logs server events; nil means slog.Default().
 	Logger *slog.Logger
 	// HTTPClient is used by the clock extension; nil means a client with
-	// the spec's 5 s timeout.
+	// the reference's 5 s timeout.
 	HTTPClient *http.Client
 	// ShutdownTimeout bounds the drain on shutdown; 0 means 10 s.
 	ShutdownTimeout time.Duration
@@ -142,7 +142,7 @@ func (s *Server) register(what string, f func()) {
 	f()
 }
 
-// OnToolCall sets the hook run before every tools/call (spec §6).
+// OnToolCall sets the hook run before every tools/call.
 func (s *Server) OnToolCall(h Hook) { s.register("OnToolCall", func() { s.hook = h }) }
 
 // HandleReset registers data/reset. It must clear all state.
@@ -162,7 +162,7 @@ func (s *Server) HandleGet(h func(ctx context.Context) ([]protocol.Part, error))
 	s.register("data/get", func() { s.get, s.getGrant = h, nil })
 }
 
-// Name returns the resolved card name (spec §2.4).
+// Name returns the resolved card name.
 func (s *Server) Name() string {
 	if v := s.opts.Getenv(EnvEnvironmentName); v != "" {
 		return v

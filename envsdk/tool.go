@@ -49,7 +49,7 @@ type ToolResult struct {
 // Refusal is the usual hook answer: an isError result with a text.
 func Refusal(text string) *ToolResult { return &ToolResult{Text: text, IsError: true} }
 
-// Hook runs before every tools/call of a registered tool (spec §6). A nil
+// Hook runs before every tools/call of a registered tool. A nil
 // result and nil error let the call proceed; a result is returned verbatim
 // and the tool does not run; an error becomes an isError result.
 type Hook func(ctx context.Context, tc ToolContext) (*ToolResult, error)
@@ -67,7 +67,7 @@ type toolReg struct {
 }
 
 // AddTool registers a typed tool. The input schema is derived from In
-// (spec §4.2) and the output schema from Out when Out is a struct. Mistakes
+// and the output schema from Out when Out is a struct. Mistakes
 // (a nil tool, an empty name, In that is not an object, a schema that
 // cannot be derived) are recorded and returned by Handler, Serve and Run,
 // as are bad name tokens and duplicates found once the name is resolved.

@@ -24,7 +24,7 @@ type addOut struct {
 
 func noEnv(string) string { return "" }
 
-// itemsServer is the spec's example env: one tool and the full data plane.
+// itemsServer is the reference's example env: one tool and the full data plane.
 func itemsServer(t testing.TB, opts *envsdk.Options) (*envsdk.Server, *[]string) {
 	if opts == nil {
 		opts = &envsdk.Options{}
@@ -106,7 +106,7 @@ func TestToolCallMCPGo(t *testing.T) {
 	if !res.IsError {
 		t.Fatalf("missing item accepted: %+v", res)
 	}
-	// Unknown tool: isError result, not a JSON-RPC error (spec §14.3).
+	// Unknown tool: isError result, not a JSON-RPC error.
 	res = env.Call(t, "items_nope", map[string]any{})
 	if !res.IsError || res.Text != "Unknown tool: items_nope" {
 		t.Fatalf("unknown tool = %+v", res)

@@ -57,7 +57,7 @@ func benchCall(b *testing.B, c *client.Client) {
 }
 
 // benchCallMeta calls directly with the _meta the gateway stamps on its
-// child calls (gateway.md §6.2): what the child has to parse per call
+// child calls: what the child has to parse per call
 // through the gateway, without the hop.
 func benchCallMeta(b *testing.B, c *client.Client) {
 	benchCallParams(b, c, map[string]any{"name": "items_echo", "arguments": map[string]any{"msg": "hello"},
@@ -182,7 +182,7 @@ func runLoad(b *testing.B, conc int, call func()) {
 }
 
 // BenchmarkToolsCall compares tools/call through the gateway with the
-// same server called directly, at concurrency 1 and 32 (gateway.md §11
+// same server called directly, at concurrency 1 and 32 (the gateway's
 // targets: median ≤ 1.25× direct at c=1, throughput ≥ 75% at c=32).
 func BenchmarkToolsCall(b *testing.B) {
 	child := startChild(b, "items", &childOpts{tools: []server.ServerTool{benchEchoTool("items_echo")}})

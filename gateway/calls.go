@@ -65,7 +65,7 @@ type ToolCall struct {
 type ToolResult struct {
 	Raw     json.RawMessage
 	IsError bool
-	// ChangelogBefore and ChangelogID bracket the call (§10.2); nil without
+	// ChangelogBefore and ChangelogID bracket the call; nil without
 	// a service database, and always nil for native tools.
 	ChangelogBefore *int64
 	ChangelogID     *int64
@@ -132,7 +132,7 @@ func (e *CallError) Unwrap() error { return e.Kind }
 
 const discoveryPendingMessage = "Tool discovery has not completed. Internal MCP servers may be unavailable."
 
-// mcpText is the isError text of a failed call on /mcp (§5).
+// mcpText is the isError text of a failed call on /mcp.
 func (e *CallError) mcpText() string {
 	switch e.Kind {
 	case ErrToolDisabled, ErrUnknownTool:
@@ -177,8 +177,8 @@ func resultIsError(raw json.RawMessage) bool {
 	return r.IsError
 }
 
-// metaFor renders the _meta object stamped on the child call (gateway.md
-// §6.2); nil means none. Nothing the caller sent in its own _meta is copied.
+// metaFor renders the _meta object stamped on the child call (docs/protocol.md,
+// "Identity"); nil means none. Nothing the caller sent in its own _meta is copied.
 func metaFor(call *ToolCall) []byte {
 	b := make([]byte, 0, 96)
 	switch {
@@ -212,7 +212,7 @@ func withProgressToken(meta, tok []byte) []byte {
 }
 
 // roleMiddleware refuses calls the role has disabled, before existence is
-// checked (a disabled unknown name is refused as disabled, §7.1).
+// checked (a disabled unknown name is refused as disabled).
 func (g *Gateway) roleMiddleware(next CallHandler) CallHandler {
 	return func(ctx context.Context, call *ToolCall) (*ToolResult, error) {
 		if call.Source != SourceInternal && g.rules.disabled(call.Role, call.Tool) {
@@ -283,7 +283,7 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 
 // consistencyMiddleware brackets each call with changelog reads and, in
 // consistent mode, holds the global lock across the call and the read that
-// follows it (§10.1). Native tools over /mcp and internal calls are never
+// follows it. Native tools over /mcp and internal calls are never
 // serialised.
 func (g *Gateway) consistencyMiddleware(next CallHandler) CallHandler {
 	return func(ctx context.Context, call *ToolCall) (*ToolResult, error) {

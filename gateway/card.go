@@ -28,7 +28,7 @@ type gatewayExtension struct {
 const setTimeRequestSchema = `{"type":"object","properties":{"virtual_time":{"type":"string","format":"date-time"},"virtual_seconds_per_real_second":{"type":["number","null"],"minimum":0,"maximum":86400}},"required":["virtual_time"]}`
 
 // gatewayExtensions are the seven extensions of the composed card, in the
-// spec's order (§8.1). Every (endpoint, verb) here is a served route.
+// spec's order. Every (endpoint, verb) here is a served route.
 var gatewayExtensions = []gatewayExtension{
 	{protocol.URIDisableTool, "Disable tools for a role.", []gatewayMethod{{"disable", "POST", "/tools/disable", ""}}},
 	{protocol.URIEnableTool, "Enable tools for a role.", []gatewayMethod{{"enable", "POST", "/tools/enable", ""}}},
@@ -76,7 +76,7 @@ func gatewayOwned(uri, name, verb, endpoint string) bool {
 	return false
 }
 
-// rewriteChild rewrites a child card for composition (§8.1 "Child
+// rewriteChild rewrites a child card for composition ("Child
 // rewrite"); the input is never mutated.
 func rewriteChild(key string, in protocol.EnvCard) protocol.EnvCard {
 	prefix := "/svc/" + key

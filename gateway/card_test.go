@@ -31,7 +31,7 @@ func methodOf(t *testing.T, card *protocol.EnvCard, uri, name string) *protocol.
 	return p.FindMethod(name)
 }
 
-// TestChildRewriteTable pins the examples of gateway.md §8.1.
+// TestChildRewriteTable pins the reference's child-card rewrite examples.
 func TestChildRewriteTable(t *testing.T) {
 	in, err := protocol.DecodeEnvCard(childCard(`[
 	 {"uri":"urn:agentenv:clock/v1","description":null,"required":false,"params":{"endpoint":"/agentenv/ext/sync_time","methods":{"sync_time":{"method":"POST"}}}},

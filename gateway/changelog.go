@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// ChangelogReader reads the service database's changelog id (gateway.md
-// §10.2). Read returns nil when no id is available; it never fails a call.
+// ChangelogReader reads the service database's changelog id.
+// Read returns nil when no id is available; it never fails a call.
 type ChangelogReader interface {
 	Read(ctx context.Context) *int64
 }

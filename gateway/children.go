@@ -30,7 +30,7 @@ import (
 
 // child owns the process-wide MCP client session ("generation") to one
 // backing server. Sessions are not tied to inbound agent sessions; they are
-// opened lazily by one owner and replaced when they die (gateway.md §3).
+// opened lazily by one owner and replaced when they die.
 type child struct {
 	server Server
 	index  int
@@ -291,7 +291,7 @@ func (e *deliveryError) Error() string { return e.err.Error() }
 func (e *deliveryError) Unwrap() error { return e.err }
 
 // request sends one raw JSON-RPC request and returns the raw result,
-// applying the dead-session table of gateway.md §3: a request that never
+// applying the dead-session rule: a request that never
 // reached the child (refused connection, 404 on the session) retires the
 // generation and is retried once on a new one; a connection lost after the
 // request was written retires the generation and is not retried. params is
@@ -402,7 +402,7 @@ func (c *child) sendRaw(ctx context.Context, g *generation, id int64, body net.B
 	return c.readAnswer(ctx, g, id, ex.resp)
 }
 
-// transportError classifies a failed round trip (gateway.md §3): our own
+// transportError classifies a failed round trip: our own
 // cancellation is returned as is (the child is told when the agent
 // cancelled), anything else is a delivery error saying whether the request
 // was written.
@@ -632,7 +632,7 @@ func truncate(s string, n int) string {
 }
 
 // listTools lists every tool of the child, following nextCursor, each page
-// within 5 s. Descriptors are kept raw (dependencies.md §2.4 pitfall 1).
+// within 5 s. Descriptors are kept raw.
 func (c *child) listTools(ctx context.Context) ([]json.RawMessage, error) {
 	var out []json.RawMessage
 	cursor := ""

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Mode is the gateway_mode of gateway.md §10.
+// Mode is the gateway mode (GATEWAY_MODE).
 type Mode string
 
 // Gateway modes.
@@ -30,7 +30,7 @@ func (m *Mode) UnmarshalText(b []byte) error {
 	return oneOf(m, b, ModePerformance, ModeConsistent)
 }
 
-// PrefixMode is GATEWAY_TOOL_PREFIX (§4.3).
+// PrefixMode is GATEWAY_TOOL_PREFIX.
 type PrefixMode string
 
 // Prefix modes.
@@ -44,7 +44,7 @@ func (p *PrefixMode) UnmarshalText(b []byte) error {
 	return oneOf(p, b, PrefixNone, PrefixServer)
 }
 
-// CollisionMode is GATEWAY_TOOL_COLLISIONS (§4.3).
+// CollisionMode is GATEWAY_TOOL_COLLISIONS.
 type CollisionMode string
 
 // Collision modes.
@@ -107,7 +107,7 @@ type Upstream struct {
 
 // Config is the deployment configuration of a gateway, normally read from
 // the environment with ConfigFromEnv. The zero value is a gateway with no
-// backing servers; New fills the defaults of the spec for zero fields.
+// backing servers; New fills the documented defaults for zero fields.
 type Config struct {
 	// Host and Port are where Run's caller should listen (MCP_HOST/MCP_PORT).
 	Host string
@@ -158,7 +158,8 @@ type Config struct {
 	RoleAuth RoleAuth
 }
 
-// Defaults of gateway.md §1.
+// Defaults of the environment variables (docs/protocol.md, "Gateway
+// configuration").
 const (
 	DefaultHost          = "0.0.0.0"
 	DefaultPort          = 18765
@@ -179,7 +180,7 @@ type ConfigError struct {
 
 func (e *ConfigError) Error() string { return e.Var + ": " + e.Reason }
 
-// ConfigFromEnv reads the variables of gateway.md §1 through getenv
+// ConfigFromEnv reads the variables of docs/protocol.md through getenv
 // (os.Getenv in production). Every malformed value is a *ConfigError that
 // names the variable.
 func ConfigFromEnv(getenv func(string) string) (*Config, error) {

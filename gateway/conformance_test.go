@@ -21,7 +21,7 @@ import (
 // The conformance corpus (testdata/conformance/*.txtar) pins wire
 // behaviour as data. Each file holds:
 //
-//	# comment naming the reference behaviour it pins (gateway.md §…)
+//	# comment naming the reference behaviour it pins
 //	-- children.json --   {"<server>": ["<echo tool>", …], …}, in server order
 //	-- config.json --     optional: {"prefix":"server","collisions":"fail","websites":{"w":"http://…"}}
 //	-- <n>.request --     "<VERB> <path>" | "MCP <method>" | "MCPRAW", then headers, a blank line, the body

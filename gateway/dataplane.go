@@ -12,10 +12,10 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// dataPlaneTimeout outlasts the largest data-load timeout (§8.3).
+// dataPlaneTimeout outlasts the largest data-load timeout.
 const dataPlaneTimeout = 3600 * time.Second
 
-// serveDataPlane is POST /agentenv (§8.3): data/reset, data/add and
+// serveDataPlane is POST /agentenv: data/reset, data/add and
 // data/get forwarded verbatim to the single backing MCP server. Only mcp-*
 // REST_PROXY_URLS keys count, so a website next to one env does not break it.
 //

@@ -11,7 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// waitForServers is step 2 of §2: every backing MCP server concurrently,
+// waitForServers is the startup wait: every backing MCP server concurrently,
 // each with its own deadline, polling GET <base>/ready (200) and then
 // GET <mcp url> (status < 500).
 func (g *Gateway) waitForServers(ctx context.Context) error {
@@ -37,7 +37,7 @@ func (g *Gateway) waitForServers(ctx context.Context) error {
 	return nil
 }
 
-// answers is the readiness probe of §2 step 2: GET <base>/ready is 200, or
+// answers is the startup readiness probe: GET <base>/ready is 200, or
 // GET <mcp url> is below 500, each request within perRequest.
 func (g *Gateway) answers(ctx context.Context, s Server, perRequest time.Duration) bool {
 	base := strings.TrimSuffix(strings.TrimRight(s.URL, "/"), "/mcp")

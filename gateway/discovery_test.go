@@ -92,7 +92,7 @@ func TestListChangedReachesGoSDKAgents(t *testing.T) {
 	}
 
 	// A child that adds a tool and sends list_changed: the gateway re-lists
-	// that server and notifies agents (both directions of §4.3 item 7).
+	// that server and notifies agents (both directions).
 	c.srv.AddTools(c.echoTool("items_new"))
 	waitFor(t, "re-discovery", func() bool { _, ok := tg.reg.lookup("items_new"); return ok })
 	waitFor(t, "list_changed after re-discovery", func() bool { return changed.Load() == 2 && otherChanged.Load() == 1 })
@@ -173,7 +173,7 @@ func TestCollisionsAndPrefixes(t *testing.T) {
 	}
 }
 
-// TestDeadSessionTable pins §3: a call that never reached the child is
+// TestDeadSessionTable pins the dead-session rule: a call that never reached the child is
 // retried once on a new generation (with the same _meta); a call lost
 // after it was sent is not retried; the generation is reset once.
 func TestDeadSessionTable(t *testing.T) {
@@ -364,8 +364,8 @@ func TestRunShutsDownWithConnectedAgents(t *testing.T) {
 }
 
 // TestProtocolVersionsRestricted: an unpinned go-sdk client would negotiate
-// 2026-07-28 with a default mcp-go server; ours offers 2025-11-25 at most
-// (dependencies.md §2.1), and serverInfo.name is MCP_SERVER_NAME.
+// 2026-07-28 with a default mcp-go server; ours offers 2025-11-25 at most,
+// and serverInfo.name is MCP_SERVER_NAME.
 func TestProtocolVersionsRestricted(t *testing.T) {
 	tg := startGateway(t, &Config{Name: "office"}, nil)
 	c := sdk.NewClient(&sdk.Implementation{Name: "interop", Version: "0"}, nil)

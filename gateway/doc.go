@@ -1,5 +1,5 @@
 // Package gateway is the front door of a deployed environment
-// (agentenv-gateway, spec: gateway.md). It merges the tools of several
+// (agentenv-gateway; docs/gateway.md). It merges the tools of several
 // backing MCP env servers into one MCP endpoint, filters them per role, and
 // serves the REST control routes (/step, /state, /tools/*), the env
 // trajectory, a composed env card, the env-level data plane and a streaming
@@ -14,10 +14,10 @@
 //
 // Main pieces, one file per concern:
 //
-//   - config.go: the environment variables of §1, typed and validated.
+//   - config.go: the environment variables, typed and validated.
 //   - children.go: one process-wide MCP client session per backing server
 //     ("generation"), opened lazily by one owner, replaced when it dies,
-//     with the retry rule of §3 (a call that never reached a dead child is
+//     with the retry rule (a call that never reached a dead child is
 //     retried once; one that may have reached it is not).
 //   - registry.go, discovery.go: concurrent, paginated tools/list with raw
 //     descriptors (so every field passes through byte-exact), collision
@@ -30,8 +30,8 @@
 //   - mcp.go: /mcp. mcp-go serves the transport; tools/list and tools/call
 //     are answered by the gateway itself, which is how descriptors stay
 //     verbatim and disabled or unknown tools become isError results instead
-//     of JSON-RPC errors (dependencies.md §2.4).
-//   - step.go, roles.go: /step, /state and the role rules of §7.3.
+//     of JSON-RPC errors.
+//   - step.go, roles.go: /step, /state and the role rules.
 //   - auth.go: who a request speaks for (the AgentEnv-Role header rules,
 //     role credentials, the control token); docs/security.md says why.
 //   - trajectory.go: the JSONL trajectory, written by one goroutine so a

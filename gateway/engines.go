@@ -70,7 +70,7 @@ func (g *Gateway) syncGetTime(armed bool) {
 
 // triggerMiddleware feeds every completed external call to the trigger
 // engine (fail-open) and holds the answer until the fires this call
-// provoked settle, bounded by their barrier timeouts (§5 steps 5-6, §9.8).
+// provoked settle, bounded by their barrier timeouts.
 func (g *Gateway) triggerMiddleware(next CallHandler) CallHandler {
 	return func(ctx context.Context, call *ToolCall) (*ToolResult, error) {
 		res, err := next(ctx, call)

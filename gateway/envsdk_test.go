@@ -14,7 +14,7 @@ import (
 )
 
 // startEnv starts a real envsdk env whose <name>_whoami tool reports the
-// caller identity the env resolved (env-protocol.md §5).
+// caller identity the env resolved.
 func startEnv(t *testing.T, name string) *envsdktest.Env {
 	t.Helper()
 	s := envsdk.New(&protocol.EnvCard{Name: name}, &envsdk.Options{Getenv: func(string) string { return "" }})

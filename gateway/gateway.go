@@ -86,7 +86,7 @@ type Gateway struct {
 	mux      *http.ServeMux
 	handler  http.Handler
 
-	started   atomic.Bool // startup wait (§2 step 2) done
+	started   atomic.Bool // startup wait done
 	startErr  atomic.Value
 	startOnce sync.Once
 	waitState sync.Map // server name → "waiting" | "ready" | "error: …"
@@ -182,7 +182,7 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	}
 
 	g.engine = triggers.New(triggerHost{g}, g.clock, g.opts.Triggers)
-	// Order of §5: the trigger hook sees every completed call (refused ones
+	// Order of a call: the trigger hook sees every completed call (refused ones
 	// too, as isError), then role rules, trajectory, the consistent lock.
 	external := []Middleware{g.triggerMiddleware}
 	external = append(external, g.opts.Middlewares...)
@@ -353,7 +353,7 @@ func (g *Gateway) Tools() []ToolInfo {
 	return out
 }
 
-// Discovered reports whether tool discovery has succeeded (§4, §7.1).
+// Discovered reports whether tool discovery has succeeded.
 func (g *Gateway) Discovered() bool { return g.reg.discovered() }
 
 // SetNativeTool registers (tool != nil) or removes a gateway-native tool

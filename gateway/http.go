@@ -12,7 +12,7 @@ import (
 )
 
 // startingMessage is the 503 of every route but /healthz and /readyz until
-// the backing servers are ready (§2).
+// the backing servers are ready.
 const startingMessage = "gateway starting: waiting for internal MCP servers"
 
 // Mount adds a handler to the gateway's mux (the clock and trigger routes

@@ -23,8 +23,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// supportedMCPVersions are the protocol versions /mcp negotiates
-// (dependencies.md §2.1).
+// supportedMCPVersions are the protocol versions /mcp negotiates.
 var supportedMCPVersions = []string{mcp.ProtocolVersion20251125, mcp.ProtocolVersion20250618, mcp.ProtocolVersion20250326}
 
 // bodyPool recycles /mcp request buffers.
@@ -74,7 +73,7 @@ func (f *mcpFront) cancelInflight(r *http.Request, params json.RawMessage) {
 }
 
 // inSession is one inbound MCP session. Its Mcp-Session-Id is its session
-// key: 32 lowercase hex (§2 step 5).
+// key: 32 lowercase hex.
 type inSession struct {
 	key string
 	mu  sync.Mutex
@@ -155,7 +154,7 @@ func newMCPFront(g *Gateway) *mcpFront {
 			}
 			is.mu.Unlock()
 		}
-		// A new session retries a discovery that has not succeeded yet (§2 step 5).
+		// A new session retries a discovery that has not succeeded yet.
 		if !g.reg.discovered() {
 			go g.ensureDiscovery(g.life)
 		}

@@ -7,7 +7,7 @@ import (
 
 const listWebsiteURLsDescriptor = `{"name":"list_website_urls","description":"List available website URLs that can be browsed.","inputSchema":{"type":"object","properties":{}}}`
 
-// registerWebsiteTool adds list_website_urls (§4.2): it returns the
+// registerWebsiteTool adds list_website_urls: it returns the
 // website URL values (internal URLs), in configuration order.
 func (g *Gateway) registerWebsiteTool() {
 	urls := make([]string, 0, len(g.cfg.Websites))

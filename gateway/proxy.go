@@ -21,7 +21,7 @@ import (
 )
 
 // upstreamProxy is the streaming reverse proxy to one REST_PROXY_URLS or
-// WEBSITE_URLS entry (§8.4), with one pooled transport per upstream.
+// WEBSITE_URLS entry, with one pooled transport per upstream.
 type upstreamProxy struct {
 	up    Upstream
 	base  *url.URL
@@ -102,7 +102,7 @@ func (p *upstreamProxy) rewrite(pr *httputil.ProxyRequest) {
 	for _, h := range hopByHop {
 		out.Header.Del(h)
 	}
-	// Rewrite strips X-Forwarded-*; the spec keeps every raw header.
+	// Rewrite strips X-Forwarded-*; the reference keeps every raw header.
 	for _, h := range []string{"X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "Forwarded"} {
 		if v, ok := pr.In.Header[h]; ok {
 			out.Header[h] = v

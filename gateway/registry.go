@@ -49,7 +49,7 @@ type serverState struct {
 	problems []string
 }
 
-// registry merges the children's tools with the native ones (§4).
+// registry merges the children's tools with the native ones.
 type registry struct {
 	prefix     PrefixMode
 	collisions CollisionMode

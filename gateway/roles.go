@@ -10,8 +10,8 @@ import (
 // wildcard is both the global role and the "every tool" key.
 const wildcard = "*"
 
-// roleRules is the role → (tool or "*") → disabled? model of gateway.md
-// §7.3. Role "*" is the global map.
+// roleRules is the role → (tool or "*") → disabled? model of
+// docs/protocol.md. Role "*" is the global map.
 type roleRules struct {
 	mu    sync.RWMutex
 	roles map[string]map[string]bool

@@ -44,7 +44,7 @@ func (tg *testGateway) stepStatus(t *testing.T, r, tool string) int {
 	return st
 }
 
-// TestRoleRuleWorkedExamples pins every row of gateway.md §7.4.
+// TestRoleRuleWorkedExamples pins every row of the reference's worked examples.
 func TestRoleRuleWorkedExamples(t *testing.T) {
 	c := startChild(t, "mail", nil)
 	c.srv.AddTools(c.echoTool("list_emails"), c.echoTool("x"))

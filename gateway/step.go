@@ -24,7 +24,7 @@ func stepTool(e *toolEntry) protocol.StepTool {
 	return t
 }
 
-// serveStep is POST /step (gateway.md §7.1), errors checked in the spec's order.
+// serveStep is POST /step, errors checked in the reference's order.
 func (g *Gateway) serveStep(w http.ResponseWriter, r *http.Request) {
 	who, aerr := g.identify(r)
 	if aerr != nil {
@@ -141,7 +141,7 @@ func stepResult(res *ToolResult) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// serveState is GET /state (§7.2): every tool by server, not role-filtered.
+// serveState is GET /state: every tool by server, not role-filtered.
 func (g *Gateway) serveState(w http.ResponseWriter, r *http.Request) {
 	g.ensureDiscovery(r.Context())
 	reports := g.reg.reports()
@@ -181,7 +181,7 @@ func (g *Gateway) serveState(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// serveToolAccess is POST /tools/disable and /tools/enable (§7.3).
+// serveToolAccess is POST /tools/disable and /tools/enable.
 func (g *Gateway) serveToolAccess(w http.ResponseWriter, r *http.Request, disable bool) {
 	b, err := g.readBody(w, r)
 	if errors.Is(err, errBodyTooLarge) {

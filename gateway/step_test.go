@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// TestStepErrorTable pins the /step error table of gateway.md §7.1, in order.
+// TestStepErrorTable pins the /step error table (docs/protocol.md), in order.
 func TestStepErrorTable(t *testing.T) {
 	release := make(chan struct{})
 	c := startChild(t, "items", nil)

@@ -24,7 +24,7 @@ type field struct {
 	value json.RawMessage
 }
 
-// trajectory is the env trajectory (gateway.md §7.7): an append-only JSONL
+// trajectory is the env trajectory: an append-only JSONL
 // file fed by one writer goroutine. emit assigns the id and queues the line
 // under one lock, so file order equals id order, and never blocks on I/O.
 // Each write carries only complete lines, so no reader sees a torn line
@@ -147,7 +147,7 @@ func lastEventNumber(f *os.File) int64 {
 }
 
 // emit queues one event and returns its id. Base fields come first, in
-// the spec's order; virtual_time is absent while the clock is unarmed.
+// the reference's order; virtual_time is absent while the clock is unarmed.
 func (t *trajectory) emit(eventType string, fields ...field) string {
 	ts := t.now().UTC()
 	var vt string

@@ -5,7 +5,7 @@ import "encoding/json"
 // RedactedValue is what agent-config get returns for a write-only field.
 const RedactedValue = "***"
 
-// Base agent-config wire names, supported by every agent (§7.2).
+// Base agent-config wire names, supported by every agent.
 const (
 	ConfigName           = "name"
 	ConfigDescription    = "description"

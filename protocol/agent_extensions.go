@@ -1,7 +1,7 @@
 package protocol
 
-// Agent-side (A2A) routes, extension URIs and defaults (agent-protocol.md
-// §2 and §7). URITrajectory and URITriggers are shared with env cards and
+// Agent-side (A2A) routes, extension URIs and defaults.
+// URITrajectory and URITriggers are shared with env cards and
 // declared in extensions.go.
 const (
 	URIMCPConfig   = "urn:agentenv:mcp-config/v1"

@@ -38,7 +38,7 @@ func (u Usage) IsZero() bool {
 }
 
 // TrailerData is the data of the one trailing DataPart of a terminal agent
-// message (§5.2): usage and/or the error triple.
+// message: usage and/or the error triple.
 type TrailerData struct {
 	Usage        *Usage `json:"usage,omitempty"`
 	ErrorType    string `json:"error_type,omitempty"`

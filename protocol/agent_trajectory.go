@@ -109,7 +109,7 @@ type TrajectoryResponse struct {
 	Trajectory json.RawMessage `json:"trajectory"`
 }
 
-// TrajectoryEventsResponse answers a cursor read (§7.4).
+// TrajectoryEventsResponse answers a cursor read.
 type TrajectoryEventsResponse struct {
 	ContextID string            `json:"context_id"`
 	TaskID    string            `json:"task_id"`

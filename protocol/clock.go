@@ -6,8 +6,8 @@ import (
 	"strconv"
 )
 
-// Bodies of the gateway's virtual clock routes (urn:agentenv:clock/v1,
-// gateway.md §7.5). Times are RFC 3339 strings in UTC with a "Z" suffix and
+// Bodies of the gateway's virtual clock routes (urn:agentenv:clock/v1).
+// Times are RFC 3339 strings in UTC with a "Z" suffix and
 // microseconds only when non-zero.
 
 // ClockSetTimeRequest is the body of PUT /clock/set-time. Rate nil means 1.0.
@@ -40,7 +40,7 @@ type ClockCleared struct {
 	Armed bool `json:"armed"`
 }
 
-// GetTimeResult is the value of the gateway-native get_time tool (§7.6):
+// GetTimeResult is the value of the gateway-native get_time tool:
 // whole seconds, "Z" suffix.
 type GetTimeResult struct {
 	CurrentTime string `json:"current_time"`

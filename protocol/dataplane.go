@@ -61,7 +61,7 @@ func orNull(id json.RawMessage) json.RawMessage {
 }
 
 // DecodeRequest parses one data-plane request body. It never panics; on
-// failure it returns the spec's error and the id to echo (null when the
+// failure it returns the reference's error and the id to echo (null when the
 // body could not be read as an object):
 //
 //   - not JSON: -32700 "parse error";

@@ -56,7 +56,7 @@ type ErrorDataCode struct {
 	Code string `json:"code"`
 }
 
-// Env-protocol error constructors with the exact messages of the spec.
+// Env-protocol error constructors with the exact messages of the reference.
 
 // NewParseError is returned for a body that is not JSON.
 func NewParseError() *Error { return &Error{Code: CodeParseError, Message: "parse error"} }

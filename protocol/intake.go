@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Intake is the urn:agentenv:intake/v1 declaration (env-protocol.md §10):
+// Intake is the urn:agentenv:intake/v1 declaration:
 // which seed formats data/add accepts and data/get produces. It is a
 // declaration only; no route serves it.
 type Intake struct {

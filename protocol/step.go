@@ -42,13 +42,13 @@ type StepError struct {
 	Error string `json:"error"`
 }
 
-// StepValidationError is a 400 of POST /step; Message is the spec's text.
+// StepValidationError is a 400 of POST /step; Message is the reference's text.
 type StepValidationError struct{ Message string }
 
 func (e *StepValidationError) Error() string { return e.Message }
 
-// DecodeStepRequest validates a /step body in the order of the spec's error
-// table (gateway.md §7.1) and returns the first failure as a
+// DecodeStepRequest validates a /step body in the order of the reference's error
+// table and returns the first failure as a
 // *StepValidationError carrying the exact message:
 //
 //   - not JSON: "Invalid JSON body";

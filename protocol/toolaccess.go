@@ -18,13 +18,13 @@ type ToolAccessResponse struct {
 	Allowed  []string `json:"allowed"`
 }
 
-// ToolAccessError is a 400 of the role-rule routes; Message is the spec's text.
+// ToolAccessError is a 400 of the role-rule routes; Message is the reference's text.
 type ToolAccessError struct{ Message string }
 
 func (e *ToolAccessError) Error() string { return e.Message }
 
 // DecodeToolAccessRequest validates a role-rule body. Failures are
-// *ToolAccessError values with the exact messages of gateway.md §7.3:
+// *ToolAccessError values with the reference's exact messages:
 // "Invalid JSON body", "body must be a JSON object",
 // "Missing or invalid 'role' field" and
 // "'tools' must be a list of strings or the string '*'".

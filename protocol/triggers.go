@@ -2,8 +2,8 @@ package protocol
 
 import "encoding/json"
 
-// Bodies of the gateway's trigger routes (urn:agentenv:triggers/v1,
-// gateway.md §9). Trigger specs themselves travel as raw JSON: the gateway
+// Bodies of the gateway's trigger routes (urn:agentenv:triggers/v1).
+// Trigger specs themselves travel as raw JSON: the gateway
 // validates them strictly (gateway/triggers), and clients usually write them
 // as literals.
 
@@ -58,7 +58,7 @@ const (
 	TriggerFailed = "failed"
 )
 
-// Kinds of trigger log events (§9.7).
+// Kinds of trigger log events.
 const (
 	TriggerEventAdded        = "added"
 	TriggerEventRemoved      = "removed"

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The GET /triggers/state example of gateway.md §9.7.
+// The GET /triggers/state example of the reference.
 const triggersStateExample = `{"config":{"watch_roles":["default"],"executor_configured":true},"triggers":[{"id":"storm","type":"time","when":{"type":"time","every":{"dist":"exp","mean":"PT2H"},"seed":7,"count":5},"status":"armed","detected_at":null,"fired_at":null,"fire_count":0,"failure_count":0,"last_failure_at":null,"barrier":null,"pending":0,"next_mark":"2026-03-01T10:41:07.118022Z"}],"events":[{"seq":1,"ts":"2026-03-01T10:00:00.000120+00:00","virtual_time":"2026-03-01T09:00:00Z","kind":"added","trigger_id":"storm"}],"events_dropped":0}`
 
 func TestTriggersStateRoundTrip(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 // Collection names a set of documents. Versioned collections hold
 // immutable (id, version) documents; record collections hold one mutable
-// document per key. The set is fixed by the spec (runner.md §10.2): a
+// document per key. The set is fixed by the reference: a
 // backend refuses any other name with ErrInvalid, so a typo never creates
 // a table.
 type Collection string
@@ -62,7 +62,7 @@ func Collections() []Collection {
 		EnvInstances, A2AAgentInstances, TaskInstances, TaskStepJournal, Runs, BundleLedger}
 }
 
-// Known reports whether c is one of the spec's collections.
+// Known reports whether c is one of the reference's collections.
 func (c Collection) Known() bool { _, ok := collections[c]; return ok }
 
 // Versioned reports whether c holds (id, version) documents.
@@ -240,7 +240,7 @@ func DecodeObject(body []byte) (map[string]any, error) {
 }
 
 // MetadataUpdater is an optional DocumentStore ability: the one in-place
-// change a version allows (runner.md §10.3). UpdateMetadata merges patch
+// change a version allows. UpdateMetadata merges patch
 // into the "metadata" object of version ref.Version (which must be given)
 // and stamps metadata.updated_at, provided the stored metadata.updated_at
 // equals expectUpdatedAt ("" = never updated); otherwise ErrConflict.

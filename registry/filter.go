@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Op is a filter predicate (runner.md §10.1).
+// Op is a filter predicate.
 type Op string
 
 // Filter operators. Comparisons (Gte, Lte) order numbers numerically and

@@ -27,8 +27,8 @@ type ImageStore interface {
 	StoreID() string
 }
 
-// EnvImageArtifactID is the id of an env's image artifact (runner.md
-// §10.5): "<env id>__env_image". For an @local env it is an @local id too,
+// EnvImageArtifactID is the id of an env's image artifact:
+// "<env id>__env_image". For an @local env it is an @local id too,
 // so the artifact lives in the @local store beside the env.
 func EnvImageArtifactID(envID string) string { return envID + "__env_image" }
 

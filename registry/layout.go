@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Object key layout (runner.md §10.4). Keys may carry a fixture prefix
+// Object key layout. Keys may carry a fixture prefix
 // (AGENT_ENV_FIXTURE_PREFIX) in front; pass it explicitly.
 const (
 	RunPrefixPromptTrajectories = "prompt_agent_trajectories/" // + "prompt_id=<id>/"

@@ -6,8 +6,8 @@ import (
 	"sort"
 )
 
-// Query is the reference's query builder over a versioned collection
-// (runner.md §10.3), built on the DocumentStore interface so it works with
+// Query is the reference's query builder over a versioned collection,
+// built on the DocumentStore interface so it works with
 // every backend:
 //
 //	docs, err := registry.NewQuery(store, registry.Artifacts).ID("items").VersionGte(2).Sort("version", true).Limit(3).Execute(ctx)

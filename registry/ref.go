@@ -21,7 +21,7 @@ func (r Ref) String() string {
 	return r.ID
 }
 
-// MaxIDBytes bounds an id (runner.md §10.3).
+// MaxIDBytes bounds an id.
 const MaxIDBytes = 4096
 
 // LocalPrefix starts the ids that live only in the @local store.
@@ -51,7 +51,7 @@ func ParseRef(s string) (Ref, error) {
 // IsLocalID reports whether id belongs to the @local store.
 func IsLocalID(id string) bool { return strings.HasPrefix(id, LocalPrefix) }
 
-// ValidateID checks an entity id (runner.md §10.3): non-empty, at most
+// ValidateID checks an entity id: non-empty, at most
 // 4096 bytes, segments of letters, digits, space and ". _ - ~ @ ( ) + , &"
 // separated by "/", no empty, "." or ".." segment, no ':'. Ids starting with
 // '@' are reserved: only "@local/..." is accepted. A bare id spelled like an

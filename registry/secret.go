@@ -5,7 +5,7 @@ import (
 	"os"
 )
 
-// SecretStore looks secrets up by name (runner.md §10.6).
+// SecretStore looks secrets up by name.
 //
 // The local implementation (registry/envsecret) reads the process
 // environment first, then an optional flat JSON/YAML file. Values must never

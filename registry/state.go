@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 )
 
-// StateRoot returns the local state root (runner.md §10.7):
+// StateRoot returns the local state root:
 // $XDG_STATE_HOME/agent-env if XDG_STATE_HOME is absolute, else
 // ~/.local/state/agent-env. It does not create it.
 func StateRoot() (string, error) {

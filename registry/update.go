@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Update is the reference's UpdateSpec (runner.md §10.1) as a Mutator
+// Update is the reference's UpdateSpec as a Mutator
 // builder: Set, Unset, Inc, AddToSet (set-union of list items, additions
 // only) and Push. Paths are dotted; missing parents are created. The same
 // path under two operators, or a path and its ancestor, is invalid.

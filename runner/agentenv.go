@@ -12,7 +12,7 @@ import (
 
 // This file holds what the env and agent steps (deploy_env, deploy_agent,
 // prompt_agent, ...) need from the run context beyond the typed entries of
-// entities.go: full context entries with every field of runner.md §4, and
+// entities.go: full context entries with every field docs/runner.md lists, and
 // a sandbox.Sandbox stand-in for env and agent instances so that the run's
 // teardown (and teardown_sandboxes) terminates them like any sandbox.
 
@@ -94,7 +94,7 @@ func (rc *RunContext) AgentEntry(name string) (map[string]any, error) {
 }
 
 // AddPromptResponseEntry appends a full prompt_responses[] entry (every
-// field of runner.md §4); prompt_id is required, step_id defaults to the
+// field); prompt_id is required, step_id defaults to the
 // current step.
 func (rc *RunContext) AddPromptResponseEntry(entry map[string]any) error {
 	e := toJSONValue(entry).(map[string]any)

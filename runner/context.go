@@ -16,7 +16,7 @@ import (
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
-// Context keys (runner.md §4).
+// Context keys.
 const (
 	KeyDeployedEnvs      = "deployed_envs"
 	KeyDeployedAgents    = "deployed_agents"
@@ -94,7 +94,7 @@ type runState struct {
 	torn     map[string]bool // sandbox ids already terminated
 }
 
-// RunContext is the mutable state of a run (runner.md §4), as seen by one
+// RunContext is the mutable state of a run, as seen by one
 // step. Steps find envs, agents and sandboxes by name, never by return
 // value. It is safe for concurrent use by the steps running in parallel.
 type RunContext struct {
@@ -229,7 +229,7 @@ func (rc *RunContext) StepParams() map[string]any {
 	return p
 }
 
-// Seed is metadata.seed as strings (runner.md §3 seed substitution).
+// Seed is metadata.seed as strings (seed substitution).
 func (rc *RunContext) Seed() map[string]string {
 	v, _ := rc.Metadata("seed")
 	m, _ := v.(map[string]any)

@@ -34,7 +34,7 @@ type pendingRetry struct {
 	ledger   int // index in s.ledger
 }
 
-// scheduler runs one task's DAG (runner.md §3).
+// scheduler runs one task's DAG.
 type scheduler struct {
 	r     *Runner
 	ctx   context.Context
@@ -291,7 +291,7 @@ func (s *scheduler) span(p *pendingRetry) map[int]bool {
 func (s *scheduler) inSpan(i int) bool { return s.span(s.retry)[i] }
 
 // doRetry rolls the context back to the seed plus the surviving steps'
-// diffs and re-dispatches the span (runner.md §3.1). When a survivor ran
+// diffs and re-dispatches the span. When a survivor ran
 // concurrently with a span step its diff may depend on the span, so the
 // retry is refused and the original failure stands.
 func (s *scheduler) doRetry() {

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// Ops is a path-level change of a context document: what one step changed
-// (runner.md §6). Lists that only grew are add-to-set operations, so that
+// Ops is a path-level change of a context document: what one step changed.
+// Lists that only grew are add-to-set operations, so that
 // concurrent writers merge as set unions.
 type Ops struct {
 	Sets      []SetOp      `json:"sets,omitempty"`

@@ -1,6 +1,5 @@
 // Package runner executes tasks: JSON arrays of steps run as a DAG against
-// one mutable run context, with a task instance recorded after every step
-// (runner.md §2–§7).
+// one mutable run context, with a task instance recorded after every step.
 //
 // Why a DAG over a shared context: steps deploy things (sandboxes, envs,
 // agents) and later steps find them by name in the context, never by a
@@ -20,7 +19,7 @@
 //     retries roll the context back and re-dispatch the failed span.
 //   - RunContext is the context document plus the live sandboxes; Diff/Ops
 //     are the per-step changes written to the task instance and journal.
-//   - Verification, Row and Aggregator are the verifier contract (§5).
+//   - Verification, Row and Aggregator are the verifier contract.
 //   - Services gives steps the stores and the sandbox providers
 //     (SandboxProvider = runner/sandbox.Provider).
 //

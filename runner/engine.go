@@ -20,7 +20,7 @@ type Task struct {
 	Steps   []*StepDef
 }
 
-// StepsJSON is the task's steps as stored (runner.md §2).
+// StepsJSON is the task's steps as stored.
 func (t *Task) StepsJSON() (json.RawMessage, error) { return json.Marshal(t.Steps) }
 
 // Options configures a Runner; nil means defaults.
@@ -144,7 +144,7 @@ func ErrorType(err error) string {
 	return "StepError"
 }
 
-// Run executes task against rc as a DAG (runner.md §3) and records a task
+// Run executes task against rc as a DAG and records a task
 // instance. The returned error is the first fatal step error, or the
 // context's error when interrupted; Result is never nil.
 func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOptions) (*Result, error) {

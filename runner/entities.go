@@ -6,7 +6,7 @@ import (
 )
 
 // DeployedEnv is the part of a deployed_envs[] entry the runner and steps
-// look up (runner.md §4). Deploy steps of later phases fill the rest of
+// look up. Deploy steps of later phases fill the rest of
 // the entry; unknown fields are kept in the context document.
 type DeployedEnv struct {
 	EnvID              string         `json:"env_id"`

@@ -103,15 +103,53 @@ func NewEpisodeServer(specs EpisodeSpecFunc, o *EpisodeServerOptions) *EpisodeSe
 		s.opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	m := http.NewServeMux()
-	m.HandleFunc("POST /episodes", s.start)
-	m.HandleFunc("GET /episodes/{id}", s.status)
-	m.HandleFunc("GET /episodes/{id}/turns/next", s.next)
-	m.HandleFunc("POST /episodes/{id}/turns/{turn}/end", s.end)
-	m.HandleFunc("POST /episodes/{id}/abandon", s.abandon)
-	m.HandleFunc("GET /episodes/{id}/result", s.result)
-	m.HandleFunc("/episodes/{id}/turns/{turn}/mcp/{server}", s.mcp)
+	for _, rt := range s.routes() {
+		m.HandleFunc(rt.pattern, rt.handle)
+	}
 	s.mux = m
 	return s
+}
+
+// EpisodeRoute is one route of an EpisodeServer, as a person reads it.
+type EpisodeRoute struct {
+	// Method is the HTTP method ("" for the MCP route, which takes POST
+	// and DELETE).
+	Method string
+	// Path is the route with its placeholders ({id}, {turn_id}, {server})
+	// and its main query parameter.
+	Path string
+	// Doc says what the route does.
+	Doc string
+}
+
+type episodeRoute struct {
+	EpisodeRoute
+	pattern string
+	handle  http.HandlerFunc
+}
+
+// routes is the one list of the server's routes: NewEpisodeServer serves
+// it and Routes describes it, so the two cannot disagree.
+func (s *EpisodeServer) routes() []episodeRoute {
+	return []episodeRoute{
+		{EpisodeRoute{"POST", "/episodes", `start episodes of a task: {"task_id": ..., "k"?: N}`}, "POST /episodes", s.start},
+		{EpisodeRoute{"GET", "/episodes/{id}", "whether an episode is running"}, "GET /episodes/{id}", s.status},
+		{EpisodeRoute{"GET", "/episodes/{id}/turns/next?wait_seconds=30", "the next turn to play (long poll)"}, "GET /episodes/{id}/turns/next", s.next},
+		{EpisodeRoute{"POST", "/episodes/{id}/turns/{turn_id}/end", `end a turn with the agent's reply: {"response": ...}`}, "POST /episodes/{id}/turns/{turn}/end", s.end},
+		{EpisodeRoute{"POST", "/episodes/{id}/abandon", "stop an episode and tear it down"}, "POST /episodes/{id}/abandon", s.abandon},
+		{EpisodeRoute{"GET", "/episodes/{id}/result?wait_seconds=30", "scores, with each verifier's rows"}, "GET /episodes/{id}/result", s.result},
+		{EpisodeRoute{"", "/episodes/{id}/turns/{turn_id}/mcp/{server}", "a turn's MCP endpoint for one env server"}, "/episodes/{id}/turns/{turn}/mcp/{server}", s.mcp},
+	}
+}
+
+// Routes lists the served routes, in the order a client uses them.
+func (s *EpisodeServer) Routes() []EpisodeRoute {
+	rs := s.routes()
+	out := make([]EpisodeRoute, len(rs))
+	for i, r := range rs {
+		out[i] = r.EpisodeRoute
+	}
+	return out
 }
 
 // ServeHTTP serves the routes.

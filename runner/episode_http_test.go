@@ -183,6 +183,13 @@ func testServerOverHTTP(t *testing.T, f *envsteptest.Fixture, taskID string, wan
 				t.Errorf("score %s = %v, scripted %v", step, scores[step], s)
 			}
 		}
+		// The result explains each score with the verifier's rows.
+		for _, v := range res["verifications"].([]any) {
+			rows, _ := v.(map[string]any)["results"].([]any)
+			if len(rows) == 0 || rows[0].(map[string]any)["justification"] == nil {
+				t.Errorf("verification without rows: %v", v)
+			}
+		}
 	}
 
 	// Abandon mid-turn: the run stops, everything is torn down, the turn

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -85,11 +86,17 @@ type EpisodeResult struct {
 	TornDown int `json:"torn_down"`
 }
 
-// EpisodeScore is one verification of the run.
+// EpisodeScore is one verification of the run, with the rows that
+// explain its score.
 type EpisodeScore struct {
 	StepID     string  `json:"step_id"`
 	VerifierID string  `json:"verifier_id"`
 	Score      float64 `json:"score"`
+	// Results are the verifier's rows (criterion, result, score,
+	// justification, ...); empty for an aggregate, which names its
+	// sources in SourceVerifierIDs instead.
+	Results           []Row    `json:"results"`
+	SourceVerifierIDs []string `json:"source_verifier_ids,omitempty"`
 }
 
 // Start deploys nothing itself: it serves the trainer agents on loopback
@@ -229,7 +236,12 @@ func (ep *Episode) run(ctx context.Context) {
 		order[d.ID] = i
 	}
 	for id, v := range ep.rc.Verifications() {
-		out.Verifications = append(out.Verifications, EpisodeScore{StepID: ep.rc.VerifierOwner(id), VerifierID: id, Score: v.Score})
+		rows := v.Results
+		if rows == nil {
+			rows = []Row{}
+		}
+		out.Verifications = append(out.Verifications, EpisodeScore{StepID: ep.rc.VerifierOwner(id), VerifierID: id, Score: v.Score,
+			Results: rows, SourceVerifierIDs: v.SourceVerifierIDs})
 	}
 	sort.Slice(out.Verifications, func(i, j int) bool {
 		a, b := out.Verifications[i], out.Verifications[j]
@@ -314,6 +326,7 @@ func (ep *Episode) Result(ctx context.Context) (*EpisodeResult, error) {
 	defer ep.mu.Unlock()
 	r := *ep.result
 	r.Scores = maps.Clone(ep.result.Scores)
+	r.Verifications = slices.Clone(ep.result.Verifications)
 	return &r, nil
 }
 

@@ -182,6 +182,17 @@ func testPlaysQ3Email(t *testing.T, f *envsteptest.Fixture, taskID string, want 
 			t.Errorf("score %s = %v, scripted run %v", step, got.Scores[step], s)
 		}
 	}
+	// Each verification carries the rows that explain its score.
+	for _, v := range got.Verifications {
+		if len(v.Results) == 0 {
+			t.Errorf("verification %s has no rows", v.VerifierID)
+		}
+		for _, row := range v.Results {
+			if row["justification"] == nil || row["result"] == nil {
+				t.Errorf("verification %s row %v lacks result or justification", v.VerifierID, row)
+			}
+		}
+	}
 
 	// The run record holds the trainer's tool calls: in the prompt
 	// response and in the stored trajectory.

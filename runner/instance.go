@@ -24,7 +24,7 @@ const (
 	StatusAbandoned = "abandoned"
 )
 
-// Instance is a task_instances document (runner.md §6).
+// Instance is a task_instances document.
 type Instance struct {
 	InstanceID          string          `json:"instance_id"`
 	TaskID              string          `json:"task_id"`
@@ -194,8 +194,8 @@ func (r *recorder) step(ctx context.Context, stepID, status string, ops Ops, tot
 }
 
 // journal writes the task_step_journal entry of one step: the ops it
-// applied, so that a later process can rebuild the context (runner.md
-// §3.1). The key is (instance_id, step_id); a re-run step replaces it.
+// applied, so that a later process can rebuild the context.
+// The key is (instance_id, step_id); a re-run step replaces it.
 func (r *recorder) journal(ctx context.Context, stepID, status string, seq, generation, epoch int, ops Ops) {
 	b, err := json.Marshal(map[string]any{
 		"instance_id": r.id, "step_id": stepID, "seq": seq, "generation": generation,

@@ -24,7 +24,7 @@ type Validator interface {
 }
 
 // Preflighter is implemented by steps whose configuration can be checked
-// against the stores before anything is deployed (runner.md §3 preflight):
+// against the stores before anything is deployed (preflight):
 // an artifact exists, a provider accepts the options.
 type Preflighter interface {
 	Preflight(ctx context.Context, s *Services) []error

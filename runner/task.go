@@ -217,7 +217,7 @@ func (d *StepDef) MarshalJSON() ([]byte, error) {
 }
 
 // ParseSteps decodes a task's JSON array of step objects and validates it
-// (fields of every step, then the DAG rules of runner.md §3). Every
+// (fields of every step, then the DAG rules of). Every
 // problem found is reported, as a *TaskError holding one *StepError per
 // problem.
 func ParseSteps(reg *StepRegistry, data []byte) ([]*StepDef, error) {

@@ -10,7 +10,7 @@ import (
 )
 
 // Preflight collects the configuration problems of a task that need the
-// stores but no sandbox (runner.md §3): every artifact named by a
+// stores but no sandbox: every artifact named by a
 // declared entity reference must be stored, every step implementing
 // Preflighter is asked, and each problem names its step (and its field
 // when the problem is a *FieldError).
@@ -102,7 +102,7 @@ func (r *Runner) CreateTask(ctx context.Context, docs registry.DocumentStore, s 
 }
 
 // LoadTask reads a stored task and parses its steps (validated again on
-// load, runner.md §3).
+// load).
 func (r *Runner) LoadTask(ctx context.Context, docs registry.DocumentStore, ref registry.Ref) (*Task, error) {
 	doc, err := docs.Get(ctx, registry.Tasks, ref)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Aggregator turns verifier rows into one score (runner.md §5).
+// Aggregator turns verifier rows into one score.
 type Aggregator string
 
 // The three aggregators.
@@ -25,7 +25,7 @@ func (a *Aggregator) UnmarshalText(b []byte) error {
 	return fmt.Errorf("score_aggregator must be all_pass, any_pass or weighted_average, got %q", string(b))
 }
 
-// OrDefault is a, or AllPass when the task named no aggregator (runner.md §5).
+// OrDefault is a, or AllPass when the task named no aggregator.
 func (a Aggregator) OrDefault() Aggregator {
 	if a == "" {
 		return AllPass
@@ -168,7 +168,7 @@ func (v Verification) MarshalJSON() ([]byte, error) {
 }
 
 // PromptErrorVerification is what a verifier writes when the prompt
-// response it checks carries an error_type (runner.md §5).
+// response it checks carries an error_type.
 func PromptErrorVerification(pr PromptResponse) Verification {
 	msg := pr.ErrorMessage
 	if msg == "" {

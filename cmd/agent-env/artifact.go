@@ -12,7 +12,7 @@ import (
 	"github.com/agentenv/agentenv/registry/artifact"
 )
 
-// The artifact commands (runner.md §11, §13) over registry/artifact.
+// The artifact commands over registry/artifact.
 
 func newArtifactCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{

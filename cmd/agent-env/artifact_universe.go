@@ -13,7 +13,7 @@ import (
 	"github.com/agentenv/agentenv/registry/artifact"
 )
 
-// file-artifact-universe and environment-universe get (runner.md §13).
+// file-artifact-universe and environment-universe get.
 
 func newFileUniverseCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "file-artifact-universe", Short: "File universes: a tree of file artifacts loaded together"}

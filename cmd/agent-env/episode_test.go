@@ -48,6 +48,42 @@ func TestEpisodeServe(t *testing.T) {
 	if st, v := post(`{"task_id":"bad id!"}`); st != http.StatusBadRequest {
 		t.Errorf("bad id: %d %v", st, v)
 	}
+	// The start message lists the routes and a curl line to begin with.
+	for _, want := range []string{"POST /episodes ", "GET  /episodes/{id}/result?wait_seconds=30", "MCP  /episodes/{id}/turns/{turn_id}/mcp/{server}",
+		`Try: curl -s -X POST ` + m[1] + `/episodes -d '{"task_id":"q3-email"}'`} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("start message lacks %q:\n%s", want, out)
+		}
+	}
+	// Bundle names, as `run` takes them, are tasks too: the bundle is
+	// registered on first use. hello prompts no agent, so it is refused
+	// for that reason, not as unknown.
+	if st, v := post(`{"task_id":"hello"}`); st != http.StatusBadRequest || !strings.Contains(v["error"].(string), "prompt_agent") {
+		t.Errorf("hello by name: %d %v", st, v)
+	}
+	st, v := post(`{"task_id":"q3-email"}`)
+	if st != http.StatusCreated {
+		t.Fatalf("q3-email by name: %d %v", st, v)
+	}
+	id := v["episodes"].([]any)[0].(map[string]any)["episode_id"].(string)
+	resp, err := http.Post(m[1]+"/episodes/"+id+"/abandon", "application/json", strings.NewReader(`{"reason":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Status string `json:"status"`
+		Result struct {
+			TaskID string `json:"task_id"`
+		} `json:"result"`
+	}
+	_ = json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if res.Status != "abandoned" || !strings.HasSuffix(res.Result.TaskID, "q3-email/q3-email") {
+		t.Errorf("abandon: %+v", res)
+	}
+	if !strings.Contains(out.String(), "tasks/q3-email.json") {
+		t.Errorf("the bundle was not registered:\n%s", out)
+	}
 	cancel(interruptFor(os.Interrupt))
 	if code := <-done; code != 0 || !strings.HasSuffix(out.String(), "Episode server stopped.\n") {
 		t.Errorf("exit %d\n%s\n%s", code, out, errb)

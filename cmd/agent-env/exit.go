@@ -10,7 +10,7 @@ import (
 	"syscall"
 )
 
-// Exit codes (runner.md §13).
+// Exit codes.
 const (
 	exitOK          = 0
 	exitError       = 1

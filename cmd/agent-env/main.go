@@ -1,6 +1,6 @@
 // Command agent-env is the AgentEnv CLI: run bundles (`agent-env run
 // hello`), create and run tasks, inspect configuration and serve a local
-// OCI registry (runner.md §13).
+// OCI registry.
 //
 // Commands are thin: each parses flags into a request, calls one library
 // function (runner, runner/bundle, registry) and renders the result. The

@@ -97,7 +97,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	return root
 }
 
-// loadConfig reads config.toml (runner.md §12); a missing AGENT_ENV_CONFIG
+// loadConfig reads config.toml; a missing AGENT_ENV_CONFIG
 // file fails every command that needs configuration.
 func (d *deps) loadConfig() (*config.Config, error) {
 	cfg, err := config.Load(d.configOptions()) // names plugins add are valid (plugins.go)

@@ -34,8 +34,8 @@ func (s *envSession) Close() {
 	s.st.Close()
 }
 
-// sandboxSpec maps the spec's "local" (the local Docker topology of
-// runner.md §15.1) to our backends; "" keeps the config default.
+// sandboxSpec maps the reference's "local" (its local Docker topology)
+// to our backends; "" keeps the config default.
 func sandboxSpec(spec string) string { return strings.TrimSpace(spec) }
 
 // openEnvSession opens the stores owning id and the sandbox backends.
@@ -65,7 +65,7 @@ func (d *deps) withEnvSession(ctx context.Context, id string, fn func(ctx contex
 }
 
 // envDeployer builds the env/agent deployer for entities owned by id's
-// store: "local" and "docker" are the local engine (runner.md §15.1),
+// store: "local" and "docker" are the local engine,
 // "process" runs static binaries as local processes. persist marks what it
 // deploys as outliving this process (CLI deploys); bundle and task runs
 // pass false so `sandbox prune` reclaims what a killed run left. Close the

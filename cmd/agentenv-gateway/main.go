@@ -1,5 +1,5 @@
 // Command agentenv-gateway serves an environment's gateway: it reads the
-// configuration from the environment (gateway.md §1), listens at once on
+// configuration from the environment, listens at once on
 // MCP_HOST:MCP_PORT, and exits non-zero on a malformed configuration or
 // when a backing server misses its readiness deadline. SIGTERM and
 // SIGINT shut it down gracefully.

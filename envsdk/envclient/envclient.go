@@ -1,5 +1,5 @@
-// Package envclient is the client side of the environment protocol
-// (env-protocol.md §2.6): read an env card, detect v1 servers, drive the
+// Package envclient is the client side of the environment protocol:
+// read an env card, detect v1 servers, drive the
 // JSON-RPC data plane and call REST extensions. The runner, the gateway
 // and tests use it to talk to any env server, Go or Python.
 //
@@ -30,7 +30,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// Default timeouts of the spec.
+// Default timeouts of the reference.
 const (
 	CardTimeout  = 10 * time.Second
 	ResetTimeout = 30 * time.Second
@@ -314,7 +314,7 @@ func (c *Client) GetInterfaceManifest(ctx context.Context, iface, endpoint strin
 }
 
 // ProbeAdd tells whether data/add is registered without side effects, by
-// sending it with no parts (spec §3.4): -32602 proves it is registered,
+// sending it with no parts: -32602 proves it is registered,
 // -32601 that it is not. Any other answer is returned as an error (a
 // gateway answers -32000 when it cannot forward).
 func (c *Client) ProbeAdd(ctx context.Context) (bool, error) {

@@ -76,7 +76,7 @@ func TestDataPlane(t *testing.T) {
 	if err != nil || len(parts) != 1 || string(parts[0].Data) != `{"k":1}` {
 		t.Fatalf("get = %+v %v", parts, err)
 	}
-	// Errors come back typed, with the spec's text.
+	// Errors come back typed, with the reference's text.
 	err = c.AddData(ctx, nil)
 	var pe *protocol.Error
 	if !errors.As(err, &pe) || pe.Code != protocol.CodeInvalidParams ||

@@ -9,7 +9,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// IntakeFitCheck is the runner's preflight (env-protocol.md §10): does
+// IntakeFitCheck is the runner's preflight: does
 // this data.json fit what the env declares it accepts? It returns
 // human-readable issues; none means it fits or the env makes no claim
 // (decl nil). format "" means "json". Extra fields and top-level values

@@ -1,7 +1,7 @@
 // Package envconformance is the shared wire-contract suite for anything
 // that serves the environment protocol: envsdk servers, a gateway's env
 // face, or a reference (Python) env reached over HTTP. It checks the card
-// shape and the data-plane transport rules of env-protocol.md §2-§3
+// shape and the data-plane transport rules (docs/protocol.md)
 // without side effects (it never resets, adds or reads data), so it can
 // run against a loaded env.
 //
@@ -74,7 +74,7 @@ func fetchCard(r *report, base string) ([]byte, bool) {
 }
 
 // checkCard: every optional key present (null when unset), as served by
-// the reference (§2.1, §2.2, §2.5).
+// the reference.
 func checkCard(r *report, raw []byte) {
 	var c map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &c); err != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // Barrier holds a provoking call's answer until the fires it provoked
-// settle (§9.8).
+// settle.
 type Barrier struct {
 	e           *Engine
 	ids         []string

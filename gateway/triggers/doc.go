@@ -1,4 +1,4 @@
-// Package triggers is the gateway's trigger engine (gateway.md §9): action,
+// Package triggers is the gateway's trigger engine: action,
 // state and time conditions that fire tool, permission and nl actions, with
 // templating, verification, barriers, a bounded event log and engine
 // trajectory events.
@@ -30,10 +30,10 @@
 //	b := eng.AfterToolCall(ctx, triggers.ToolCall{
 //		Role: role, Tool: name, Args: rawArgs, Result: resultJSON, IsError: res.IsError,
 //	})
-//	b.Wait(ctx) // barrier (§9.8): nil-safe; writes trigger_barrier_timeout itself
+//	b.Wait(ctx) // barrier: nil-safe; writes trigger_barrier_timeout itself
 //	return res
 //
-// Host.CallTool is the trigger internal call of §9.3: no role rules, no
+// Host.CallTool is a trigger internal call: no role rules, no
 // triggers, no barrier, no /mcp logging, _meta {"agentenv.io/role": as} only
 // when as is non-empty. Host.WriteTrajectory receives trigger_fired,
 // internal_tool_call and trigger_barrier_timeout events; the core adds

@@ -35,7 +35,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Engine is the trigger engine (gateway.md §9). Create it with New, start
+// Engine is the trigger engine. Create it with New, start
 // the time driver with Start, stop everything with Close.
 type Engine struct {
 	host           Host
@@ -463,7 +463,7 @@ func inFlight(status string) bool {
 	return status == protocol.TriggerFiring || status == protocol.TriggerQueued
 }
 
-// AfterToolCall feeds a completed external call to the engine (§9.6) and
+// AfterToolCall feeds a completed external call to the engine and
 // returns the barrier the caller must wait on before answering (nil when no
 // barrier applies; Wait on a nil *Barrier returns at once).
 func (e *Engine) AfterToolCall(ctx context.Context, call ToolCall) *Barrier {

@@ -7,7 +7,7 @@ import (
 	"github.com/agentenv/agentenv/gateway/vclock"
 )
 
-// The firing log (gateway.md §9.7): in memory, the first eventsHead events
+// The firing log: in memory, the first eventsHead events
 // plus a ring of the last eventsTail; events_dropped counts the rest.
 const (
 	eventsHead = 1000

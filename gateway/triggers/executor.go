@@ -11,7 +11,7 @@ import (
 	"github.com/agentenv/agentenv/internal/a2aclient"
 )
 
-// Executor runs nl actions (§9.3). Execute returns nil only when the
+// Executor runs nl actions. Execute returns nil only when the
 // instruction's task completed; the reply text is unused.
 type Executor interface {
 	Execute(ctx context.Context, cfg ExecutorConfig, contextID, instruction string) error

@@ -20,7 +20,7 @@ func (e *Engine) emit(t *trigger, kind string, extras ...Field) {
 }
 
 // fire runs an action or state trigger's actions for one detection, then
-// drains the calls queued meanwhile (§9.6). A failure re-arms.
+// drains the calls queued meanwhile. A failure re-arms.
 func (e *Engine) fire(t *trigger, q *queuedCall) {
 	defer func() {
 		r := recover()
@@ -191,7 +191,7 @@ func (e *Engine) evalState(t *trigger) {
 	}
 }
 
-// runCheck evaluates a check (§9.4). as stamps the internal calls ("" for
+// runCheck evaluates a check. as stamps the internal calls ("" for
 // none). An error is a broken check (unresolvable placeholder, a call that
 // produced no result).
 func (e *Engine) runCheck(ctx context.Context, c *check, cc *callCtx, as string) (bool, error) {

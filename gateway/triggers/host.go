@@ -9,7 +9,7 @@ import (
 // Host is what the engine needs from the gateway core. Every method must be
 // safe for concurrent use; none is called with the engine's lock held.
 type Host interface {
-	// CallTool makes a trigger internal call (gateway.md §9.3): no role-rule
+	// CallTool makes a trigger internal call: no role-rule
 	// check, no trigger evaluation, no barrier, no /mcp logging. as is the
 	// tool action's role, stamped as _meta {"agentenv.io/role": as}; "" means
 	// no _meta at all. result is the CallToolResult JSON. err is for calls

@@ -16,7 +16,7 @@ type HandlerOptions struct {
 	MaxBodyBytes int64
 }
 
-// Handler serves the trigger routes of gateway.md §9.
+// Handler serves the trigger routes (docs/gateway.md).
 type Handler struct {
 	e     *Engine
 	limit int64

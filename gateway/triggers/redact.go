@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Redaction of argument echoes in the trigger log and the trajectory
-// (gateway.md §9.7): bodies and addresses are PII, so only identifier and
+// Redaction of argument echoes in the trigger log and the trajectory:
+// bodies and addresses are PII, so only identifier and
 // metadata scalars pass, under allowlisted keys at any depth; everything else
 // becomes a shape descriptor. Structure and key names are kept.
 

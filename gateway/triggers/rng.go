@@ -6,7 +6,7 @@ import (
 )
 
 // mt19937 reproduces Python's random.Random so seeded exponential intervals
-// give the reference's schedules (gateway.md §9.6): MT19937 seeded by
+// give the reference's schedules: MT19937 seeded by
 // init_by_array over the 32-bit little-endian words of abs(seed).
 type mt19937 struct {
 	mt  [624]uint32

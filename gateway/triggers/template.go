@@ -7,7 +7,7 @@ import (
 	"github.com/agentenv/agentenv/internal/jsonvalue"
 )
 
-// Templating (gateway.md §9.5). ${args.<path>} and ${result.<path>} read
+// Templating. ${args.<path>} and ${result.<path>} read
 // the provoking call (action triggers only); ${name} reads a check binding;
 // a trailing ? marks a placeholder optional.
 

@@ -22,7 +22,7 @@ func (e *Engine) hasTimeLocked() bool {
 	return false
 }
 
-// evalTimeLocked fires the time triggers that are due (§9.6). It is called
+// evalTimeLocked fires the time triggers that are due. It is called
 // by the driver and by watched calls; the status guard makes a mark seen by
 // both fire once.
 func (e *Engine) evalTimeLocked() {

@@ -1,4 +1,4 @@
-// Package vclock is the gateway's virtual clock (gateway.md §7.5–7.6).
+// Package vclock is the gateway's virtual clock.
 //
 // A Virtual clock is off until armed with a start instant t0 and a rate
 // (virtual seconds per real second, 0–86400). While armed,
@@ -20,7 +20,7 @@
 // engine re-anchors marks) use Subscribe or Changed.
 //
 // The HTTP side is Handler, which serves PUT /clock/set-time, POST
-// /clock/clear, GET /clock/time and GET /clock/state with the spec's bodies
+// /clock/clear, GET /clock/time and GET /clock/state with the reference's bodies
 // and status codes. Wiring in the gateway core:
 //
 //	clk := vclock.New(nil)

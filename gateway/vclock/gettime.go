@@ -7,7 +7,7 @@ import (
 	"github.com/agentenv/agentenv/protocol"
 )
 
-// The gateway-native get_time tool (gateway.md §7.6). The core registers it
+// The gateway-native get_time tool. The core registers it
 // while the clock is armed (see Subscribe) and answers calls with GetTime.
 const (
 	GetTimeToolName = "get_time"

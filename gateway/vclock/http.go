@@ -25,7 +25,7 @@ type HandlerOptions struct {
 	Conflict func() bool
 }
 
-// Handler serves the clock routes of gateway.md §7.5.
+// Handler serves the clock routes (docs/gateway.md).
 type Handler struct {
 	clk  *Virtual
 	opts HandlerOptions
@@ -115,7 +115,7 @@ func Wire(s State) protocol.ClockState {
 
 // ReadObject reads a control-route body bounded by limit and decodes it as a
 // JSON object of raw fields. On failure it returns the status (413 or 400)
-// and the spec's message ("request body too large", "Invalid JSON body",
+// and the reference's message ("request body too large", "Invalid JSON body",
 // "body must be a JSON object"); status 0 means success.
 func ReadObject(w http.ResponseWriter, r *http.Request, limit int64) (map[string]json.RawMessage, int, string) {
 	body, status, msg := jsonhttp.ReadBody(w, r, limit)

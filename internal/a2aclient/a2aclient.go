@@ -1,5 +1,4 @@
-// Package a2aclient is a client for AgentEnv A2A agents (agent-protocol.md
-// §3, §7, §8): the card, message/send with polling, tasks/get and
+// Package a2aclient is a client for AgentEnv A2A agents: the card, message/send with polling, tasks/get and
 // tasks/cancel, and the REST extensions (mcp-config, agent-config,
 // trajectory, peer-agents). The runner's deploy_agent, prompt_agent and
 // peer_agents steps and the gateway's trigger executor use it; it knows
@@ -263,7 +262,7 @@ var ErrTimeout = errors.New("agent did not finish in time")
 // Poll polls tasks/get every interval until the task is terminal or
 // timeout passes (then a best-effort tasks/cancel is sent). Failed polls
 // back off up to 60 s; the agent is declared unreachable after at least 3
-// failed polls spanning at least 60 s (agent-protocol.md §3.2).
+// failed polls spanning at least 60 s.
 func (c *Client) Poll(ctx context.Context, id string, interval, timeout time.Duration) (*Task, error) {
 	deadline := time.Now().Add(timeout)
 	delay := interval
@@ -334,8 +333,7 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// Reply is what the runner reads from a terminal message
-// (agent-protocol.md §5.4).
+// Reply is what the runner reads from a terminal message.
 type Reply struct {
 	Text             string
 	ToolCallCount    int

@@ -121,7 +121,7 @@ type Artifacts struct {
 	TypeAliases map[string]string `toml:"type_aliases"`
 }
 
-// Environment holds the variables of runner.md §12 that have no file key.
+// Environment holds the environment variables that have no file key.
 type Environment struct {
 	LocalSandboxDir   string // AGENT_ENV_LOCAL_SANDBOX_DIR
 	FixturePrefix     string // AGENT_ENV_FIXTURE_PREFIX

@@ -1,4 +1,4 @@
-// Package config loads .agentenv/config.toml (runner.md §12).
+// Package config loads .agentenv/config.toml.
 //
 // Discovery: AGENT_ENV_CONFIG names the file (it must exist, else every
 // command fails); otherwise the nearest .agentenv/config.toml walking up
@@ -15,7 +15,7 @@
 // and keys. Unknown ones are warnings with a suggestion ("unknown table
 // [sandbx]: did you mean [sandbox]?"), not errors, so a config written for a
 // newer version still loads. Type errors, TOML syntax errors, an unreadable
-// file, and the few keys the spec makes strict ([agents], reserved
+// file, and the few keys the reference makes strict ([agents], reserved
 // [model.params]) are errors naming the file, line and key; so are values
 // no built-in serves: an unknown store or runner impl, and an unknown
 // sandbox provider wherever the file names one (so a typo fails at load,

@@ -12,7 +12,7 @@ type envVar struct {
 	set  func(c *Config, v string)
 }
 
-// envVars are the variables of runner.md §12, applied over the file.
+// envVars are the environment variables, applied over the file.
 var envVars = []envVar{
 	{"AGENT_ENV_DOCUMENT_STORE", "stores.document.impl", func(c *Config, v string) { c.Stores.Document.Impl = v }},
 	{"AGENT_ENV_OBJECT_STORE", "stores.object.impl", func(c *Config, v string) { c.Stores.Object.Impl = v }},

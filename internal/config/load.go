@@ -258,7 +258,7 @@ func decodeErr(path string, err error) error {
 }
 
 // unknown records a warning (with a suggestion) for an unknown key; in
-// [agents] it is an error (runner.md §12).
+// [agents] it is an error.
 func (c *Config) unknown(path string, line int, key []string, raw map[string]any) error {
 	dotted := strings.Join(key, ".")
 	parent := key[:len(key)-1]

@@ -9,7 +9,7 @@ import (
 )
 
 // Resolved returns a copy of c with every env:/secret: reference resolved
-// (runner.md §10.6: "any config string may be a reference"). The
+// ("any config string may be a reference"). The
 // [stores.secret] table resolves env: references only. An unresolvable
 // reference is an error naming the key and the reference, never a value.
 // Show and Explain keep working on the original, so they print references.

@@ -14,6 +14,11 @@
 //   - a package directory is named like a grab bag (util, common, helpers);
 //   - a non-test file in protocol/ imports anything but the standard library
 //     (protocol is the wire contract every other package depends on);
+//   - a doc, comment, conformance case or script points outside the
+//     repository: a section sign that is not an RFC citation (a section
+//     of the project's private spec), a machine path, or a Markdown file that does not
+//     exist (users have only the repository; the wire contract they need
+//     is docs/protocol.md);
 //   - a non-test file in envsdk/ or agentsdk/ imports a package of this
 //     module other than protocol/ or its own subtree (the SDKs are published
 //     to environment and agent authors and must not drag in the gateway,

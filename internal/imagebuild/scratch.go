@@ -27,7 +27,7 @@ type Dir struct {
 	Mode os.FileMode
 }
 
-// DefaultDirs are the directories scratch images need (dependencies.md §10):
+// DefaultDirs are the directories scratch images need:
 // /tmp (1777) for third-party code, /var/log/agentenv for trajectories and
 // /data for environment files copied in by load_artifact.
 var DefaultDirs = []Dir{

@@ -1,4 +1,4 @@
-// Package envsecret is the local SecretStore (runner.md §10.6): the process
+// Package envsecret is the local SecretStore: the process
 // environment first (unless UseEnv is false), then an optional flat JSON or
 // YAML file mapping names to values. The file is read once, at New; it must
 // exist when configured. Parse errors name the file and line, never a value.

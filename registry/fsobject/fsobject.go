@@ -1,6 +1,6 @@
 // Package fsobject is the local ObjectStore: one directory tree, objects
-// at <root>/<key>, object URLs file://<absolute path>
-// (runner.md §10.4). The default root is <state root>/object_store.
+// at <root>/<key>, object URLs file://<absolute path>.
+// The default root is <state root>/object_store.
 //
 // Writes are atomic and write-once: bytes go to <root>/.agentenv-tmp/,
 // are fsynced, and are then hard-linked to the final path (link fails if

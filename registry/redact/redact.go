@@ -1,7 +1,7 @@
 // Package redact keeps secrets out of everything agentenv persists, prints
 // or logs.
 //
-// Two jobs, two rules (runner.md §4 and §10.6):
+// Two jobs, two rules:
 //
 //   - The safe form of a run context: the keys litellm_api_key,
 //     judge_litellm_api_key, usersim_api_key, remote_tokens,

@@ -35,7 +35,7 @@ type Env struct {
 	OnClose func(func() error)
 }
 
-// String returns config key of the spec with env:/secret: references
+// String returns the config key with env:/secret: references
 // resolved; errors name the key.
 func (e *Env) String(ctx context.Context, key string) (string, error) {
 	v, err := registry.Resolve(ctx, e.Spec.StoreConfigString(key), e.Secrets, nil)

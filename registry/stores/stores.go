@@ -1,6 +1,6 @@
 // Package stores opens the set of stores a configuration selects
-// ([stores] in config.toml, runner.md §10 and §12) and routes @local ids to
-// the local document store (§10.7).
+// ([stores] in config.toml) and routes @local ids to
+// the local document store.
 //
 // Each implementation is a factory registered under a namespaced name
 // ("store.document.postgres") in a Registry value; Builtin() has the

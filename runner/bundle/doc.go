@@ -1,5 +1,5 @@
 // Package bundle runs folders of tasks and artifacts at once: `agent-env run
-// hello` (runner.md §8, §9).
+// hello`.
 //
 // A bundle is a folder with kind subfolders (artifacts/, tasks/, and later
 // envs/, agents/, skills/, evals/). Load parses one from any fs.FS;

@@ -15,7 +15,7 @@ import (
 	"github.com/agentenv/agentenv/runner/internal/steplines"
 )
 
-// Outcomes of a task run (runner.md §8).
+// Outcomes of a task run.
 const (
 	Passed      = "passed"
 	ScoredBelow = "scored below 1"

@@ -1,6 +1,6 @@
 // Package bundles holds the bundles built into the agent-env binary, one
 // folder per package: agentenv-framework/hello is the first task a user
-// runs (`agent-env run hello`, runner.md §8).
+// runs (`agent-env run hello`).
 package bundles
 
 import (

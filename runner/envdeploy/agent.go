@@ -55,7 +55,7 @@ type AgentInstance struct {
 // AgentCardPath is where an A2A agent serves its card.
 const AgentCardPath = "/.well-known/agent.json"
 
-// DeployAgent starts an agent (runner.md §15.3): one workload with A2A_PORT,
+// DeployAgent starts an agent: one workload with A2A_PORT,
 // in its own group and joined to the groups of its envs, published on
 // 127.0.0.1; ready when its card answers 200 with a body.
 func (d *Deployer) DeployAgent(ctx context.Context, req AgentDeployRequest) (inst *AgentInstance, err error) {

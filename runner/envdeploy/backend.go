@@ -43,7 +43,7 @@ func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), CleanupTimeout)
 }
 
-// Ports inside a group (runner.md §15.1, agent-protocol.md §8).
+// Ports inside a group.
 const (
 	MCPPort = 18765
 	A2APort = 8000
@@ -121,7 +121,7 @@ type GroupSpec struct {
 	Labels map[string]string
 }
 
-// Group is one network of workloads (a sandbox in runner.md terms).
+// Group is one network of workloads (a sandbox in the reference's terms).
 type Group interface {
 	ID() string
 	// Run starts w and returns where it is reached; it does not wait for

@@ -26,7 +26,7 @@ const (
 	ModeConsistent  = "consistent"
 )
 
-// TTL bounds of `env deploy --ttl-seconds` (runner.md §13).
+// TTL bounds of `env deploy --ttl-seconds`.
 const (
 	MinTTL     = 60 * time.Second
 	MaxTTL     = 1209600 * time.Second
@@ -47,8 +47,8 @@ type Deployer struct {
 	// DefaultSandbox and AgentSandbox are the [sandbox] default and
 	// agent_default specs (names or comma chains); "" = "docker,process".
 	DefaultSandbox, AgentSandbox string
-	// Gateway registers the default gateway env when it is missing
-	// (runner.md §15.1 step 2); nil makes a missing gateway an error.
+	// Gateway registers the default gateway env when it is missing;
+	// nil makes a missing gateway an error.
 	Gateway func(ctx context.Context) (*Env, error)
 	// AutoRegisterExamples registers an unknown env id that names one of
 	// Examples (built from source) instead of failing.
@@ -109,7 +109,7 @@ type DeployRequest struct {
 	GatewayID   string // "" = default
 }
 
-// EnvInstance is the env_instances record (runner.md §15.1 step 7).
+// EnvInstance is the env_instances record.
 type EnvInstance struct {
 	InstanceID string `json:"instance_id"`
 	EnvID      string `json:"env_id"`
@@ -283,7 +283,7 @@ func (d *Deployer) gatewayEnv(ctx context.Context, id string) (*Env, error) {
 	return g, nil
 }
 
-// Deploy deploys an env behind a gateway (runner.md §15.1), or alone when
+// Deploy deploys an env behind a gateway, or alone when
 // its env_provider_type is server (deployServer). On any failure
 // everything created is removed before the error returns.
 func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInstance, err error) {
@@ -488,7 +488,7 @@ func (d *Deployer) waitCard(ctx context.Context, g Group, u string, children int
 			return false, fmt.Sprintf("card lists %d of %d servers", len(c.ChildrenEnvironments), children), nil
 		}
 		// The card can list a child before the gateway's tool discovery
-		// has its tools: list them once (runner.md §15.1 step 6) and wait
+		// has its tools: list them once and wait
 		// for every advertised tool.
 		missing, err := d.missingTools(ctx, strings.TrimSuffix(u, protocol.EnvCardPath), controlToken, &c)
 		if err != nil {

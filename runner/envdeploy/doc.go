@@ -1,7 +1,7 @@
 // Package envdeploy puts and deploys environments and agents: it registers
 // MCP server, multi and gateway envs and A2A agents (images built offline,
 // kept as tarballs and static binaries in the object store), and deploys
-// them through a Backend following the gateway topology of runner.md §15.1:
+// them through a Backend following the gateway topology:
 // one workload per MCP server (MCP_HOST, MCP_PORT=18765, ENVIRONMENT_NAME,
 // reachable by the env name), one gateway (INTERNAL_MCP_SERVERS,
 // REST_PROXY_URLS, MCP_SERVER_NAME, GATEWAY_MODE) that alone is published on

@@ -70,7 +70,7 @@ type Putter struct {
 	Builder ImageBuilder
 	// BuilderErr explains why Builder is nil.
 	BuilderErr error
-	// Out receives the progress lines of runner.md §13; nil discards.
+	// Out receives the progress lines; nil discards.
 	Out io.Writer
 	// TempDir holds build outputs; "" = os.TempDir().
 	TempDir string

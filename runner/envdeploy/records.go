@@ -13,7 +13,7 @@ import (
 	"github.com/agentenv/agentenv/registry/artifact"
 )
 
-// Env types (runner.md §15).
+// Env types.
 const (
 	TypeMCPServer     = "mcp_server"
 	TypeMulti         = "multi"
@@ -301,10 +301,10 @@ func (a *Agent) UnmarshalJSON(b []byte) error {
 type Stores struct {
 	Docs registry.DocumentStore
 	// RecordsAlso are more stores searched for instance records (the
-	// @local store beside the default one, runner.md §10.7).
+	// @local store beside the default one).
 	RecordsAlso []registry.DocumentStore
 	// Route, when set, picks the stores owning an entity id (the @local
-	// store for @local/... ids, runner.md §10.7) for reads of envs, agents
+	// store for @local/... ids) for reads of envs, agents
 	// and their artifacts; nil results fall back to Docs and Artifacts.
 	Route     func(id string) (registry.DocumentStore, *artifact.Store)
 	Artifacts *artifact.Store

@@ -66,8 +66,8 @@ func checkServerRequest(req DeployRequest) error {
 	return nil
 }
 
-// deployServer deploys e alone, published on 127.0.0.1 (runner.md §15.2
-// in our terms): its card must carry its environment name and its MCP
+// deployServer deploys e alone, published on 127.0.0.1 (the reference's
+// server-only topology, in our terms): its card must carry its environment name and its MCP
 // endpoint must list tools, without duplicates.
 func (d *Deployer) deployServer(ctx context.Context, b Backend, e *Env, ttl time.Duration) (inst *EnvInstance, err error) {
 	servers, err := d.resolve(ctx, e)

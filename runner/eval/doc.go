@@ -1,6 +1,6 @@
 // Package eval is the eval: a versioned, named list of tasks that is run
 // as a unit, each task k times, and scored per task with pass@k
-// (runner.md §10.2, collection "evals").
+// (collection "evals").
 //
 // An eval comes from a file given to `agent-env eval create` (a JSON list
 // of {"task_id", "version"?}) or from a bundle's evals/<name>.toml

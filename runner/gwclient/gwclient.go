@@ -1,5 +1,5 @@
-// Package gwclient is the runner's client for a deployed env's gateway
-// (gateway.md §7-§9): tool calls through /step, role rules, the virtual
+// Package gwclient is the runner's client for a deployed env's gateway:
+// tool calls through /step, role rules, the virtual
 // clock, triggers, and each backing server's data plane behind
 // /svc/mcp-<name>. The env steps (load_artifact into envs,
 // modify_env_tool_access, sync_env_clock, register_env_triggers,
@@ -117,7 +117,7 @@ type ToolResult struct {
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
 }
 
-// Text joins the text contents with "\n" (gateway.md §9.4).
+// Text joins the text contents with "\n".
 func (r *ToolResult) Text() string {
 	var parts []string
 	for _, c := range r.Content {
@@ -174,7 +174,7 @@ type TriggerState struct {
 }
 
 // Settling reports whether a trigger is still firing or queued, or has
-// pending calls (gateway.md §9.9).
+// pending calls.
 func (s *TriggerState) Settling() bool {
 	for _, t := range s.Triggers {
 		if t.Status == "firing" || t.Status == "queued" || t.Pending > 0 {

@@ -54,7 +54,7 @@ type NetworkPolicy struct {
 // IsAllowAll reports whether the policy is the zero or allow_all policy.
 func (p NetworkPolicy) IsAllowAll() bool { return p.Mode == "" || p.Mode == "allow_all" }
 
-// Validate applies runner.md §14: allow_all with entries is invalid, a bare
+// Validate applies the network-policy rules: allow_all with entries is invalid, a bare
 // "*" is invalid, and the mode must be known.
 func (p NetworkPolicy) Validate() error {
 	switch p.Mode {
@@ -74,8 +74,8 @@ func (p NetworkPolicy) Validate() error {
 	return nil
 }
 
-// Spec describes a sandbox to create. Zero values take the defaults of
-// runner.md §7 (cpu 2, 8192 MB, 10 GB, 7200 s).
+// Spec describes a sandbox to create. Zero values take the defaults
+// (cpu 2, 8192 MB, 10 GB, 7200 s).
 type Spec struct {
 	Name          string            // the sandbox_name in the run context (informational)
 	Mode          Mode              // required

@@ -39,7 +39,7 @@ var (
 
 // HostsTriggers turns on the agent-side triggers extension, so a scripted
 // agent playing the user in a conversation can also answer turns
-// deterministically through decide (agent-protocol.md §7.7).
+// deterministically through decide.
 func (a *Agent) HostsTriggers() bool { return true }
 
 // ConfigDefaults returns the startup script as the default.

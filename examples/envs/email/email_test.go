@@ -82,7 +82,7 @@ func TestSeedAllFormsAndExport(t *testing.T) {
 		t.Fatalf("round trip:\n%s\n%s", exported[0].Data, again[0].Data)
 	}
 
-	// A bad seed fails with the spec's handler error and leaves state alone.
+	// A bad seed fails with the reference's handler error and leaves state alone.
 	err = c.AddData(ctx, []protocol.Part{protocol.FilePart(protocol.FileContent{Bytes: []byte("{not json")})})
 	if !errorsIs(err, protocol.CodeServerError) || !strings.Contains(err.Error(), "seed is not valid JSON") {
 		t.Fatalf("bad seed: %v", err)

@@ -1,7 +1,7 @@
 // Package gormdoc is the DocumentStore shared by the SQLite and PostgreSQL
 // backends: one table per collection (docs_<collection>), one JSON text
 // column per document, filters and ordering of records evaluated in Go as
-// the reference does (runner.md §10.1).
+// the reference does.
 //
 // The backends differ only in a Dialect: how to open, how to serialise the
 // writers of one id (SQLite: BEGIN IMMEDIATE through the DSN; PostgreSQL: a

@@ -1,7 +1,6 @@
 // Package local is the sandbox provider that needs nothing installed: a
 // sandbox is a work folder <root>/agent-env-<sandbox_id>-<random>/ on the
-// host, and commands run as local processes with /app mapped to the folder
-// (runner.md §14.1).
+// host, and commands run as local processes with /app mapped to the folder.
 //
 // It is not an isolation boundary; it exists so that a task can run on a
 // fresh machine (`agent-env run hello`) and so that the runner's tests need

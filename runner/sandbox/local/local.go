@@ -330,7 +330,7 @@ func writeJSON(path string, v any) error {
 }
 
 // Reap deletes the work folders under the root whose recorded expiry is
-// before now, killing their processes first (runner.md §14.1: TTLs are
+// before now, killing their processes first (TTLs are
 // recorded, and expired sandboxes are removed on the next CLI start). It
 // returns the ids it removed.
 func (p *Provider) Reap(ctx context.Context, now time.Time) ([]string, error) {

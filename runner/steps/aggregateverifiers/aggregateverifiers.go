@@ -1,5 +1,5 @@
 // Package aggregateverifiers is the aggregate_verifiers step: merge the
-// rows of several verifiers into one score (runner.md §7).
+// rows of several verifiers into one score.
 package aggregateverifiers
 
 import (

@@ -1,5 +1,5 @@
 // Package collectartifacts is the collect_artifacts step: gather files a
-// run produced into a new file_artifact_universe (runner.md §7) and record
+// run produced into a new file_artifact_universe and record
 // it in metadata.collected_artifacts[<step_id>] = {id, version, files}.
 //
 // The files come from a deployed sandbox (sandbox_name), or from the

@@ -1,6 +1,6 @@
 // Package deployagent is the deploy_agent step: start a registered A2A
 // agent through the run's envdeploy.Deployer, then configure it in the
-// order of agent-protocol.md §8: one mcp-config add per bound env (the
+// reference's order: one mcp-config add per bound env (the
 // env's MCP URL as the agent reaches it), skill-config adds, agent-config
 // {system_prompt}, then agent-config {name, description, role} filtered
 // to what the card supports. The agent is recorded in deployed_agents[]
@@ -47,7 +47,7 @@ type Skill struct {
 	Content     string `json:"content,omitempty"`
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	A2AAgentID       string                 `json:"a2a_agent_id,omitempty"`
 	A2AAgentVersion  int                    `json:"a2a_agent_version,omitempty"`
@@ -330,7 +330,7 @@ func acceptsName(card json.RawMessage) bool {
 }
 
 // configure calls an extension, retrying 404 and connection errors up to
-// 10 times (2 s → 15 s backoff, agent-protocol.md §7.2).
+// 10 times (2 s → 15 s backoff).
 func configure(ctx context.Context, ac *a2aclient.Client, method, path string, body any) ([]byte, error) {
 	delay := 2 * time.Second
 	var last error

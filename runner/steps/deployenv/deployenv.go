@@ -1,7 +1,7 @@
 // Package deployenv is the deploy_env step: deploy a registered env behind
 // its gateway (or alone, for env_provider_type server) through the run's
 // envdeploy.Deployer and record it in
-// deployed_envs[] (runner.md §4, §7, §15.1). The instance is held among
+// deployed_envs[]. The instance is held among
 // the run's sandboxes, so the run's teardown removes it.
 package deployenv
 
@@ -29,7 +29,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	EnvID              string         `json:"env_id"`
 	EnvVersion         int            `json:"env_version,omitempty"`

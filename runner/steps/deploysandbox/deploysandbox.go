@@ -22,7 +22,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	SandboxName   string                 `json:"sandbox_name"`
 	SandboxMode   string                 `json:"sandbox_mode"` // "vm" | "container"

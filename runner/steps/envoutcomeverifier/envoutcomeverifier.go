@@ -2,8 +2,8 @@
 // deployed env's end state with no model. Each check reads a value — a
 // tool called through the gateway's /step, or a backing server's data/get
 // export — extracts a field and applies a predicate, with the same
-// expressions gateway triggers use (gateway.md §9.2, §9.4). Rows go to
-// metadata.verifications[verifier_id] (runner.md §5).
+// expressions gateway triggers use. Rows go to
+// metadata.verifications[verifier_id].
 //
 // file_artifact_id instead runs a verifier file, under the contract the
 // file's kind selects: a Python file with a top-level verify is run as the

@@ -10,7 +10,7 @@ import (
 )
 
 // The predicates and extraction below follow the gateway's trigger checks
-// (gateway.md §9.2, §9.4) so that a task can grade with the same
+// so that a task can grade with the same
 // expressions its triggers use; the value semantics are shared with the
 // trigger engine through internal/jsonvalue.
 

@@ -98,7 +98,7 @@ func (c *Config) runFile(ctx context.Context, rc *runner.RunContext, mcpURL stri
 	return rows, nil
 }
 
-// runProgram runs the verifier program (runner.md §7, ours): an
+// runProgram runs the verifier program (ours): an
 // executable or shebang script, or a Python file run with python3, with
 // the env's MCP URL as its argument and in AGENTENV_MCP_URL (and auth in
 // AGENTENV_MCP_AUTHORIZATION). Its stdout is a JSON list of rows.

@@ -15,7 +15,7 @@ import (
 )
 
 // loadIntoEnv loads environment and environment_universe artifacts into
-// the deployed env env_id (runner.md §11): per environment artifact, find
+// the deployed env env_id: per environment artifact, find
 // the backing server whose environment_name matches, then data/reset and
 // data/add with the artifact's file as one inline FilePart, through
 // <gateway>/svc/mcp-<name>/agentenv. An artifact whose name no server has

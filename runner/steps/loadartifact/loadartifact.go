@@ -1,6 +1,6 @@
 // Package loadartifact is the load_artifact step: copy the files of stored
 // artifacts (file, file_artifact_universe) or of URLs into a sandbox of the
-// run (runner.md §7, §11).
+// run.
 //
 // It loads into sandboxes (sandbox_name, and the host sandbox of a
 // deployed agent or env by agent_name / env_id), and environment artifacts
@@ -164,8 +164,8 @@ func (c *Config) fromStep() string {
 	return c.CollectedArtifactsStepID
 }
 
-// stepArtifact is the artifact an earlier step recorded under its step id
-// (runner.md §4): collect_artifacts in metadata.collected_artifacts, or
+// stepArtifact is the artifact an earlier step recorded under its step id:
+// collect_artifacts in metadata.collected_artifacts, or
 // snapshot_env in metadata.env_snapshotted_universes. It is nil when that
 // step ran and produced nothing, and an error when no step recorded one
 // under that id (a wrong id, or the producer has not run).

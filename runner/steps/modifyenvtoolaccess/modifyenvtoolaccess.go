@@ -1,6 +1,6 @@
 // Package modifyenvtoolaccess is the modify_env_tool_access step: change a
 // role's tool rules on a deployed env's gateway (POST /tools/disable or
-// /tools/enable, gateway.md §7.3) and record the returned snapshot in
+// /tools/enable) and record the returned snapshot in
 // metadata.tool_access_changes[].
 package modifyenvtoolaccess
 
@@ -22,7 +22,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	EnvID     string          `json:"env_id"`
 	EnvStepID string          `json:"env_step_id,omitempty"`

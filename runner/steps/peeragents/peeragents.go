@@ -1,6 +1,5 @@
 // Package peeragents is the peer_agents step: push each source agent's
-// routing table through its peer-agents extension (agent-protocol.md
-// §7.6): one entry per peer with its name, A2A base URL, full card and
+// routing table through its peer-agents extension (docs/protocol.md): one entry per peer with its name, A2A base URL, full card and
 // description. Recorded in metadata.agent_peerings[].
 package peeragents
 

@@ -1,8 +1,7 @@
 // Package promptagent is the prompt_agent step: send a prompt to a
 // deployed agent over A2A (non-blocking message/send, then tasks/get
 // polling), read the reply and the agent's trajectory, store the
-// trajectory in the object store and record prompt_responses[]
-// (runner.md §4, §7; agent-protocol.md §3.2, §5.4, §8).
+// trajectory in the object store and record prompt_responses[].
 //
 // With max_conversation_turns > 1 and user_agent_name, a second deployed
 // agent plays the user: each agent reply is sent to it, and its answer
@@ -16,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -35,7 +35,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	Prompt                  string            `json:"prompt,omitempty"`
 	Parts                   []a2aclient.Part  `json:"parts,omitempty"`
@@ -357,19 +357,10 @@ func (c *Config) exchange(ctx context.Context, rc *runner.RunContext, ac *a2acli
 	if task == nil {
 		return t
 	}
-	// The trajectory, by task id (best effort: an agent without a final
-	// trajectory answers 404).
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	st, body, terr := ac.Ext(cctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": task.ID})
-	if terr != nil || st != http.StatusOK {
-		rc.Logger().Warn("no agent trajectory", "task_id", task.ID, "status", st, "error", terr)
-		return t
-	}
-	var tr struct {
-		Trajectory json.RawMessage `json:"trajectory"`
-	}
-	if json.Unmarshal(body, &tr) != nil || tr.Trajectory == nil {
+	traj := agentTrajectory(cctx, rc.Logger(), ac, task.ID)
+	if traj == nil {
 		return t
 	}
 	objs := rc.Services().Objects
@@ -380,12 +371,39 @@ func (c *Config) exchange(ctx context.Context, rc *runner.RunContext, ac *a2acli
 	if conversation {
 		key = fmt.Sprintf("%sturn_%03d/trajectory.json", prefix, n)
 	}
-	if _, err := objs.Put(cctx, key, bytes.NewReader(tr.Trajectory), nil); err != nil {
+	if _, err := objs.Put(cctx, key, bytes.NewReader(traj), nil); err != nil {
 		rc.Logger().Warn("storing the trajectory failed", "key", key, "error", err)
 		return t
 	}
 	t.url = objs.URL(key)
 	return t
+}
+
+// agentTrajectory reads a turn's trajectory from the agent, by task id
+// (best effort: nil when there is none). An agent that never appended
+// answers 404 for an ended task, and one without the trajectory extension
+// answers 404 for the path: both are an agent's documented choice to keep
+// none, so the turn has no trajectory and nothing is logged above debug
+// level. Anything else (a 5xx, a broken connection, a body that is not a
+// trajectory) is worth a warning.
+func agentTrajectory(ctx context.Context, log *slog.Logger, ac *a2aclient.Client, taskID string) json.RawMessage {
+	st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": taskID})
+	switch {
+	case err == nil && st == http.StatusNotFound:
+		log.Debug("the agent kept no trajectory for this turn", "task_id", taskID)
+		return nil
+	case err != nil || st != http.StatusOK:
+		log.Warn("no agent trajectory", "task_id", taskID, "status", st, "error", err)
+		return nil
+	}
+	var tr struct {
+		Trajectory json.RawMessage `json:"trajectory"`
+	}
+	if err := json.Unmarshal(body, &tr); err != nil || tr.Trajectory == nil {
+		log.Warn("the agent's trajectory answer holds no trajectory", "task_id", taskID)
+		return nil
+	}
+	return tr.Trajectory
 }
 
 // configure sends the negotiated agent-config fields (only names the card
@@ -456,7 +474,7 @@ func send(ctx context.Context, ac *a2aclient.Client, card json.RawMessage, want 
 }
 
 // recordEnvStates reads each deployed env's /triggers/state (waiting up
-// to 60 s while a trigger is settling) and /clock/state (gateway.md §9.9)
+// to 60 s while a trigger is settling) and /clock/state
 // into the response entry. Failures are logged, never fatal.
 func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, entry map[string]any) {
 	trig, clock := map[string]any{}, map[string]any{}
@@ -498,8 +516,8 @@ func (c *Config) recordEnvStates(ctx context.Context, rc *runner.RunContext, ent
 	}
 }
 
-// decide asks the user agent's triggers for the next user turn
-// (agent-protocol.md §7.7): each env's gateway trigger statuses are read
+// decide asks the user agent's triggers for the next user turn:
+// each env's gateway trigger statuses are read
 // first (fail-closed); fired parts become the next prompt, done ends the
 // conversation, and neither (decided=false) leaves the turn to the agent.
 func decide(ctx context.Context, rc *runner.RunContext, user *a2aclient.Client, turn int, solver, contextID string) (msg string, done, decided bool, err error) {

@@ -1,5 +1,5 @@
 // Package promptverifier is the agent_prompt_response_verifier step:
-// deterministic checks on the text of a prompt response (runner.md §7).
+// deterministic checks on the text of a prompt response.
 package promptverifier
 
 import (

@@ -1,6 +1,6 @@
 // Package registerenvtriggers is the register_env_triggers step: register
-// triggers on a deployed env's gateway (POST /triggers/register,
-// gateway.md §9.1). executor_agent_name names a deployed agent that runs
+// triggers on a deployed env's gateway (POST
+// /triggers/register). executor_agent_name names a deployed agent that runs
 // the triggers' nl actions; it must have an explicit role not in
 // watch_roles, and is reached at its A2A URL as the gateway sees it.
 package registerenvtriggers
@@ -25,7 +25,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	EnvID                  string            `json:"env_id"`
 	EnvStepID              string            `json:"env_step_id,omitempty"`

@@ -1,7 +1,7 @@
 // Package rubricsverifier is the rubrics_verifier step: a judge model
 // grades a prompt's response (and the agent's trajectory) against
 // criteria, through an OpenAI-compatible chat-completions call (the
-// direct judge of runner.md §7; the agent judge is a later phase). Rows
+// direct judge; the agent judge is a later phase). Rows
 // {id, criterion, weight, result, score, justification} go to
 // metadata.verifications[verifier_id].
 package rubricsverifier
@@ -39,7 +39,7 @@ type Criterion struct {
 	Weight    *float64 `json:"weight,omitempty"`
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	Criteria             []Criterion       `json:"criteria"`
 	PromptID             string            `json:"prompt_id"`

@@ -1,7 +1,7 @@
 // Package snapshotenv is the snapshot_env step: export each backing
 // server's data/get as a new environment artifact and bundle them into a
 // new environment_universe version that a later task loads with
-// load_artifact (runner.md §7, §11). The result is recorded in
+// load_artifact. The result is recorded in
 // metadata.env_snapshotted_universes[<step_id>] = {id, version}.
 package snapshotenv
 
@@ -97,7 +97,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	id := c.SnapshotID
 	if task, _ := rc.Metadata("task_id"); id == "" && strings.HasPrefix(fmt.Sprint(task), "@local/") {
-		// runner.md §9: a bundle run must not mint output ids of its own.
+		// A bundle run must not mint output ids of its own.
 		return fmt.Errorf("snapshot_id is required in bundle runs (task %v)", task)
 	}
 	if id == "" {

@@ -1,6 +1,6 @@
 // Package syncenvclock is the sync_env_clock step: arm a deployed env's
 // gateway clock (set_time) and point every backing server that advertises
-// the clock extension at the gateway's time URL (gateway.md §7.5-§7.6).
+// the clock extension at the gateway's time URL.
 // The result is recorded in metadata.env_clock_syncs[<step_id>].
 package syncenvclock
 
@@ -26,7 +26,7 @@ func StepInfo() runner.StepInfo {
 	return runner.StepInfo{Type: Type, New: func() runner.Step { return new(Config) }}
 }
 
-// Config is the step's fields (runner.md §7).
+// Config is the step's fields.
 type Config struct {
 	EnvID                       string   `json:"env_id"`
 	EnvStepID                   string   `json:"env_step_id,omitempty"`

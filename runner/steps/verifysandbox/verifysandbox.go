@@ -1,6 +1,6 @@
 // Package verifysandbox is the verify_sandbox step: file probes and shell
 // commands run in a sandbox (or an agent's sandbox), scored by an
-// aggregator into metadata.verifications[<verifier_id>] (runner.md §5, §7).
+// aggregator into metadata.verifications[<verifier_id>].
 package verifysandbox
 
 import (
