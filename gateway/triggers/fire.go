@@ -22,6 +22,10 @@ func (e *Engine) emit(t *trigger, kind string, extras ...Field) {
 // fire runs an action or state trigger's actions for one detection, then
 // drains the calls queued meanwhile. A failure re-arms.
 func (e *Engine) fire(t *trigger, q *queuedCall) {
+	// settled is set, under e.mu, once this firing has handed the trigger
+	// back. After that a new detection may already be firing it, so the
+	// clean-up below must not take that one for a firing that never settled.
+	settled := false
 	defer func() {
 		r := recover()
 		e.mu.Lock()
@@ -30,7 +34,7 @@ func (e *Engine) fire(t *trigger, q *queuedCall) {
 		if r != nil {
 			e.logger.Error("trigger fire panicked", "trigger_id", t.spec.id, "panic", fmt.Sprint(r))
 		}
-		if !t.removed && inFlight(t.status) {
+		if !settled && !t.removed && inFlight(t.status) {
 			e.emitLocked(kindFailed, t.spec.id, Field{"detail", "firing did not settle"}, Field{"dropped", len(t.pending)})
 			t.status = protocol.TriggerArmed
 			for _, p := range t.pending {
@@ -60,6 +64,7 @@ func (e *Engine) fire(t *trigger, q *queuedCall) {
 		}
 		e.mu.Lock()
 		if t.removed {
+			settled = true
 			e.mu.Unlock()
 			return
 		}
@@ -83,6 +88,7 @@ func (e *Engine) fire(t *trigger, q *queuedCall) {
 		} else {
 			t.status = protocol.TriggerFired
 		}
+		settled = true
 		e.poke()
 		e.mu.Unlock()
 		return
