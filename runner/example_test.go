@@ -51,6 +51,6 @@ func Example() {
 	// Output:
 	// step 1/1 hi
 	// completed 1 world
-	// step 1 (id "x"): field "type": Unknown task step type "wave" (known: greet)
-	// unknown step types: wave; a plugin may provide them (agent-env plugin list shows the installed step types)
+	// step 1 (id "x"): field "type": Unknown task step type "wave"
+	// unknown step types: wave; a plugin may provide them (agent-env plugin list shows the installed step types) (known: greet)
 }

@@ -74,7 +74,7 @@ type UnknownStepTypeError struct {
 }
 
 func (e *UnknownStepTypeError) Error() string {
-	return fmt.Sprintf("Unknown task step type %q", e.Type) + didyoumean.Suffix(e.Type, e.Known)
+	return fmt.Sprintf("Unknown task step type %q", e.Type) + didyoumean.Hint(e.Type, e.Known)
 }
 
 // Is makes errors.Is(err, ErrUnknownStepType) hold.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/agentenv/agentenv/internal/decodeerr"
+	"github.com/agentenv/agentenv/internal/didyoumean"
 )
 
 // ErrSelfDependency is a step naming itself in depends_on.
@@ -51,8 +52,16 @@ func (e *TaskError) Lines() []string {
 		out = append(out, p.Error())
 	}
 	if ut := e.UnknownTypes(); len(ut) > 0 {
-		out = append(out, fmt.Sprintf("unknown step types: %s; a plugin may provide them (agent-env plugin list shows the installed step types)",
-			strings.Join(ut, ", ")))
+		var known []string
+		for _, p := range e.Problems {
+			var u *UnknownStepTypeError
+			if errors.As(p, &u) {
+				known = u.Known
+				break
+			}
+		}
+		out = append(out, fmt.Sprintf("unknown step types: %s; a plugin may provide them (agent-env plugin list shows the installed step types)%s",
+			strings.Join(ut, ", "), didyoumean.Known(known)))
 	}
 	return out
 }

@@ -23,7 +23,6 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Build and register an A2A agent (--go-package P | --dockerfile F [--context D] | --image-ref R)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.EnvVars, err = parseKV("env-var", envVars); err != nil {
@@ -41,11 +40,10 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	}
 	img.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&in.ID, "id", "", "agent id (required)")
+	idArg(cmd, &in.ID, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	f.StringVar(&in.DefaultModel, "default-model", "", "the agent's default model")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V set in the agent's environment (repeatable)")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
@@ -55,7 +53,6 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print an agent document as JSON",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
 			if err != nil {
@@ -71,9 +68,8 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "agent id (required)")
+	idArg(cmd, &id, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	cmd.Flags().IntVar(&version, "version", 0, "version (default: latest)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
@@ -84,7 +80,6 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "deploy",
 		Short: "Deploy an agent, optionally inside the networks of env instances",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
 			if err != nil {
@@ -119,12 +114,11 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&id, "id", "", "agent id (required)")
+	idArg(cmd, &id, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	f.IntVar(&version, "version", 0, "version (default: latest)")
 	f.StringArrayVar(&envs, "env-instance", nil, "env instance the agent uses (repeatable); it joins its network")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V (repeatable)")
 	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
 	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }

@@ -19,7 +19,6 @@ func newDocGetCmd(d *deps, c registry.Collection, noun string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print a stored " + noun + " as JSON",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
 				doc, err := st.docsFor(id).Get(ctx, c, registry.Ref{ID: id, Version: version})
@@ -30,9 +29,8 @@ func newDocGetCmd(d *deps, c registry.Collection, noun string) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", noun+" id (required)")
+	idArg(cmd, &id, idSpec{noun: noun, complete: d.completeDocs(c)})
 	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 

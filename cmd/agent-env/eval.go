@@ -86,7 +86,6 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 			"passed (every verification scored 1), the mean score, pass@1 and pass@k.",
 		Example: "  agent-env eval run --id smoke --k 5 --max-concurrency 4\n" +
 			"  agent-env eval run --id smoke --json > results.json",
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if req.k < 1 {
 				return fmt.Errorf("--k must be at least 1, got %d", req.k)
@@ -98,14 +97,13 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.id, "id", "", "eval id (required)")
+	idArg(cmd, &req.id, idSpec{noun: "eval", complete: d.completeDocs(registry.Evals)})
 	f.IntVar(&req.version, "version", 0, "eval version (default latest)")
 	f.IntVar(&req.k, "k", 1, "runs of every task")
 	f.IntVar(&req.concurrency, "max-concurrency", 4, "runs at once, across all tasks")
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/evalid=<id>-run<6hex>)")
 	f.BoolVar(&req.asJSON, "json", false, "print the results as JSON on stdout (the run lines go to stderr)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/plugin"
-	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
@@ -130,11 +129,7 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 // (killed, crashed) as abandoned: without it they would stay running
 // forever. Best effort: a failure is logged, the command goes on.
 func (d *deps) markAbandoned(ctx context.Context, st *storeSet) {
-	docs := []registry.DocumentStore{st.Documents}
-	if st.Local != st.Documents {
-		docs = append(docs, st.Local)
-	}
-	for _, ds := range docs {
+	for _, ds := range st.documentStores() {
 		marked, err := runner.MarkAbandoned(ctx, ds, time.Now())
 		for _, inst := range marked {
 			d.logger().Warn("task instance abandoned: the process running it is gone (agent-env sandbox prune removes its sandboxes)",

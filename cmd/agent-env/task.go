@@ -170,7 +170,6 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print a task instance (a run record)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
 				inst, err := runner.GetInstance(ctx, st.docsFor(id), id)
@@ -200,9 +199,8 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
+	idArg(cmd, &id, idSpec{noun: "task instance", flags: []string{"id", "instance-id"}, complete: d.completeRecords(registry.TaskInstances)})
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole instance record as JSON")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 

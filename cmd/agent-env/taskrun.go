@@ -39,7 +39,6 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a stored task (never tears down; see agent-env run for bundles)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if batch && req.concurrency < 1 {
 				return fmt.Errorf("--concurrency must be at least 1, got %d", req.concurrency)
@@ -54,7 +53,7 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.id, "id", "", "task id (required)")
+	idArg(cmd, &req.id, idSpec{noun: "task", complete: d.completeDocs(registry.Tasks)})
 	f.IntVar(&req.version, "version", 0, "task version (default latest)")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/taskid=<id>-run<6hex>)")
 	if batch {
@@ -81,7 +80,6 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	f.StringVar(&req.serviceDBEnvID, "service-db-env-id", "", "service DB env override")
 	f.StringVar(&req.envStateType, "env-state-type", "", "env state provider type")
 	f.StringVar(&req.envStateInstanceID, "env-state-instance-id", "", "env state instance")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
