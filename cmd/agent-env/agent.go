@@ -50,6 +50,7 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 func newAgentGetCmd(d *deps) *cobra.Command {
 	var id string
 	var version int
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print an agent document as JSON",
@@ -64,16 +65,18 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(d, doc.Data)
+				return out.print(d.stdout, doc.Data, nil)
 			})
 		},
 	}
 	idArg(cmd, &id, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	cmd.Flags().IntVar(&version, "version", 0, "version (default: latest)")
+	out = addOutputFlag(cmd, formatJSON)
 	return cmd
 }
 
 func newAgentDeployCmd(d *deps) *cobra.Command {
+	var out *outputFlag
 	var id, sandbox string
 	var version, ttl int
 	var envs, envVars []string
@@ -102,6 +105,9 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
+				if out.structured() {
+					return printJSON(d, masked(inst))
+				}
 				fmt.Fprintln(d.stdout, "Deployed!")
 				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
 				fmt.Fprintf(d.stdout, "Agent Url: %s\n", inst.APIURL)
@@ -120,5 +126,6 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V (repeatable)")
 	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
 	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

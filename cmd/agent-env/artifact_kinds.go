@@ -171,7 +171,7 @@ func putKind(d *deps, cmd *cobra.Command,
 	var asJSON bool
 	cmd.Args = cobra.MaximumNArgs(1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		id, err := idArg(args, flagID)
+		id, err := artifactIDArg(args, flagID)
 		if err != nil {
 			return err
 		}
@@ -192,8 +192,8 @@ func putKind(d *deps, cmd *cobra.Command,
 	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
 }
 
-// idArg is the id given as the first argument or as --id, not both.
-func idArg(args []string, flag string) (string, error) {
+// artifactIDArg is the id given as the first argument or as --id, not both.
+func artifactIDArg(args []string, flag string) (string, error) {
 	switch {
 	case len(args) == 1 && flag != "" && args[0] != flag:
 		return "", fmt.Errorf("the id is given twice: %q and --id %q", args[0], flag)
@@ -217,7 +217,7 @@ func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, a
 		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := idArg(args, flagID)
+			s, err := artifactIDArg(args, flagID)
 			if err != nil {
 				return err
 			}

@@ -114,6 +114,7 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 }
 
 func newEnvDeployCmd(d *deps) *cobra.Command {
+	var out *outputFlag
 	var id, sandbox, mode, gateway string
 	var version, ttl int
 	cmd := &cobra.Command{
@@ -125,20 +126,27 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				return err
 			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
+				w := d.stdout
+				if out.structured() {
+					w = d.stderr
+				}
 				shown := sandbox
 				if shown == "" {
 					shown = "config default"
 				}
-				fmt.Fprintf(d.stdout, "Sandbox backend: %s\n", shown)
+				fmt.Fprintf(w, "Sandbox backend: %s\n", shown)
 				v := "latest"
 				if version > 0 {
 					v = fmt.Sprint(version)
 				}
-				fmt.Fprintf(d.stdout, "Fetching env: id=%s version=%s...\n", id, v)
+				fmt.Fprintf(w, "Fetching env: id=%s version=%s...\n", id, v)
 				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
 					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
 				if err != nil {
 					return err
+				}
+				if out.structured() {
+					return printJSON(d, masked(inst))
 				}
 				fmt.Fprintln(d.stdout, "Deployed!")
 				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
@@ -161,5 +169,6 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 	f.IntVar(&ttl, "ttl-seconds", 10800, "time to live, 60..1209600 seconds")
 	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
 	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

@@ -23,7 +23,7 @@ func newEvalCmd(d *deps) *cobra.Command {
 
 func newEvalCreateCmd(d *deps) *cobra.Command {
 	var id string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "create FILE",
 		Short: "Store an eval from a JSON list of tasks",
@@ -48,7 +48,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, e)
 				}
 				fmt.Fprintf(d.stdout, "Created eval: id=%s version=%d tasks=%d\n", e.ID, e.Version, len(e.Tasks))
@@ -57,7 +57,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "eval id (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored eval as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -71,7 +71,7 @@ func newEvalListCmd(d *deps) *cobra.Command {
 type evalRunRequest struct {
 	id, outputDir, agentModel string
 	version, k, concurrency   int
-	asJSON                    bool
+	out                    *outputFlag
 }
 
 func newEvalRunCmd(d *deps) *cobra.Command {
@@ -103,7 +103,7 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 	f.IntVar(&req.concurrency, "max-concurrency", 4, "runs at once, across all tasks")
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/evalid=<id>-run<6hex>)")
-	f.BoolVar(&req.asJSON, "json", false, "print the results as JSON on stdout (the run lines go to stderr)")
+	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
@@ -114,7 +114,7 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	}
 	defer st.Close()
 	lines := d.stdout
-	if req.asJSON {
+	if req.out.structured() {
 		lines = d.stderr
 	}
 	e, err := eval.Load(ctx, st.docsFor(req.id), registry.Ref{ID: req.id, Version: req.version})
@@ -154,7 +154,7 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 		return err
 	}
 	fmt.Fprintf(lines, "Run contexts written to: %s\n", dir)
-	if req.asJSON {
+	if req.out.structured() {
 		if jerr := printJSON(d, evalReportJSON{ID: e.ID, Version: e.Version, OutputDir: dir, Report: rep}); jerr != nil {
 			return jerr
 		}

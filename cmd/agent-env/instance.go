@@ -43,6 +43,7 @@ var agentInstances = instanceKind{
 
 func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
 	var id string
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print an " + k.noun + " instance record as JSON",
@@ -52,18 +53,22 @@ func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				// The record holds the gateway's control token: shown masked.
-				var doc any
-				raw, _ := json.Marshal(inst)
-				_ = json.Unmarshal(raw, &doc)
-				b, _ := json.MarshalIndent(redact.Mask(doc), "", "  ")
-				fmt.Fprintln(d.stdout, string(b))
-				return nil
+				return out.print(d.stdout, masked(inst), nil)
 			})
 		},
 	}
 	idArg(cmd, &id, idSpec{noun: k.noun + " instance", flags: []string{"id", "instance-id"}, complete: d.completeRecords(k.records)})
+	out = addOutputFlag(cmd, formatJSON)
 	return cmd
+}
+
+// masked is an instance record with its secrets (the gateway's control
+// token) masked, for printing.
+func masked(inst any) any {
+	var doc any
+	raw, _ := json.Marshal(inst)
+	_ = json.Unmarshal(raw, &doc)
+	return redact.Mask(doc)
 }
 
 func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {

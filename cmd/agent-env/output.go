@@ -62,6 +62,8 @@ func addOutputFlag(cmd *cobra.Command, def string) *outputFlag {
 // Format is the chosen format.
 func (o *outputFlag) Format() string {
 	switch {
+	case o == nil:
+		return formatTable
 	case o.jsonSet:
 		return formatJSON
 	case o.format != "":
@@ -86,6 +88,27 @@ func (o *outputFlag) print(w io.Writer, v any, table func(io.Writer) error) erro
 		return recordTable(w, v)
 	}
 	return table(w)
+}
+
+// printJSON prints v as the running command's structured output: YAML
+// under -o yaml, else JSON. Commands that print JSON whatever the flags
+// (the get commands of the reference CLI) and the structured branch of
+// the others use it, so -o yaml works wherever JSON is printed.
+func printJSON(d *deps, v any) error {
+	if d.output.Format() == formatYAML {
+		return writeYAML(d.stdout, v)
+	}
+	return writeJSON(d.stdout, v)
+}
+
+// outputOf is the output flag of cmd, nil when it has none.
+func outputOf(cmd *cobra.Command) *outputFlag {
+	if f := cmd.Flags().Lookup("output"); f != nil {
+		if v, ok := f.Value.(*formatValue); ok {
+			return (*outputFlag)(v)
+		}
+	}
+	return nil
 }
 
 type formatValue outputFlag

@@ -36,6 +36,8 @@ type deps struct {
 	getenv func(string) string
 	// verbose is set by -v.
 	verbose bool
+	// output is the running command's -o flag (nil: it has none).
+	output *outputFlag
 
 	// plugins is the plugin registry (plugins.go); pluginSet replaces
 	// plugin.Registered (tests).
@@ -83,6 +85,7 @@ func newRootCmd(d *deps) *cobra.Command {
 		SilenceUsage:  true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			d.stdout, d.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			d.output = outputOf(cmd)
 		},
 	}
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")

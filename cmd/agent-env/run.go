@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -24,7 +25,7 @@ type runRequest struct {
 	tasks, evals   []string
 	model, sandbox string
 	keep, dryRun   bool
-	asJSON         bool
+	out         *outputFlag
 }
 
 func newRunCmd(d *deps) *cobra.Command {
@@ -43,10 +44,16 @@ func newRunCmd(d *deps) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return listBundles(d)
+				return listBundles(d, req.out)
 			}
 			return runBundle(cmd.Context(), d, args[0], req)
 		},
+	}
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return d.completeBundles(cmd.Context(), toComplete), cobra.ShellCompDirectiveDefault // or a folder
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&req.tasks, "task", nil, "run only this task (repeatable)")
@@ -55,11 +62,11 @@ func newRunCmd(d *deps) *cobra.Command {
 	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
 	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
 	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
-	f.BoolVar(&req.asJSON, "json", false, "print the result as JSON on stdout (the step lines go to stderr)")
+	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
-func listBundles(d *deps) error {
+func listBundles(d *deps, out *outputFlag) error {
 	all, err := bundle.Installed(d.bundles)
 	if err != nil {
 		return err
@@ -76,24 +83,37 @@ func listBundles(d *deps) error {
 			d.logger().Warn("could not export the installed bundles", "dir", dir, "error", err)
 		}
 	}
-	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")
+	type row struct {
+		Name        string `json:"name"`
+		Package     string `json:"package"`
+		Contents    string `json:"contents"`
+		Description string `json:"description"`
+		Dir         string `json:"dir"`
+	}
+	rows := make([]row, 0, len(all))
 	for _, b := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, b.Package, b.Contents(), b.Description)
-		fmt.Fprintf(tw, "  %s\t\t\t\n", b.Dir)
+		rows = append(rows, row{b.Name, b.Package, b.Contents(), b.Description, b.Dir})
 	}
-	if err := tw.Flush(); err != nil {
+	return out.print(d.stdout, rows, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Package, r.Contents, r.Description)
+			fmt.Fprintf(tw, "  %s\t\t\t\n", r.Dir)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(w, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.")
 		return err
-	}
-	fmt.Fprintln(d.stdout, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.")
-	return nil
+	})
 }
 
 func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if len(req.evals) > 0 && len(req.tasks) > 0 {
 		return errors.New("--task and --eval exclude each other: select tasks or evals")
 	}
-	if req.asJSON && (req.keep || req.dryRun) {
+	if req.out.structured() && (req.keep || req.dryRun) {
 		return errors.New("--json cannot be combined with --keep or --dry-run")
 	}
 	b, err := bundle.Locate(arg, d.bundles)
@@ -129,7 +149,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		return nil
 	}
 	lines := d.stdout
-	if req.asJSON {
+	if req.out.structured() {
 		lines = d.stderr
 	}
 	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), lines, nil)
@@ -153,7 +173,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
-	if req.asJSON && !req.keep {
+	if req.out.structured() && !req.keep {
 		if err := printJSON(d, runReportJSON(m, rep)); err != nil {
 			return err
 		}

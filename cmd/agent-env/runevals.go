@@ -53,7 +53,7 @@ func runBundleEvals(ctx context.Context, d *deps, r *runner.Runner, st *storeSet
 	})
 	prog.Close()
 	failed := false
-	if req.asJSON {
+	if req.out.structured() {
 		out := make([]evalReportJSON, 0, len(runs))
 		for _, er := range runs {
 			out = append(out, evalReportJSON{ID: er.Eval.Entity.ID, Version: er.Eval.Entity.Version, Report: er.Report})

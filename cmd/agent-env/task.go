@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +22,8 @@ func newTaskCmd(d *deps) *cobra.Command {
 
 func newTaskCreateCmd(d *deps) *cobra.Command {
 	var id string
-	var skip, asJSON bool
+	var skip bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:     "create FILE",
 		Aliases: []string{"put"},
@@ -42,7 +42,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if asJSON {
+			if out.structured() {
 				return taskCreateJSON(ctx, d, id, args[0], skip)
 			}
 			fmt.Fprintf(d.stdout, "Reading steps from %s...\n", args[0])
@@ -82,7 +82,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	cmd.Flags().BoolVar(&skip, "skip-validation", false, "save even when preflight finds problems")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored task (or the preflight problems) as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -166,7 +166,7 @@ func taskProblems(d *deps, err error) error {
 
 func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 	var id string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print a task instance (a run record)",
@@ -176,7 +176,7 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, inst)
 				}
 				completed := "-"
@@ -200,24 +200,6 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 		},
 	}
 	idArg(cmd, &id, idSpec{noun: "task instance", flags: []string{"id", "instance-id"}, complete: d.completeRecords(registry.TaskInstances)})
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole instance record as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
-}
-
-func printJSON(d *deps, v any) error {
-	var b []byte
-	var err error
-	if raw, ok := v.(json.RawMessage); ok {
-		var anyv any
-		if err := json.Unmarshal(raw, &anyv); err != nil {
-			return err
-		}
-		v = anyv
-	}
-	b, err = json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(d.stdout, string(b))
-	return err
 }
