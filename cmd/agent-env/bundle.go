@@ -26,7 +26,7 @@ func newBundleCmd(d *deps) *cobra.Command {
 type bundleInitRequest struct {
 	fromTask string
 	name     string
-	out   *outputFlag
+	out      *outputFlag
 }
 
 func newBundleInitCmd(d *deps) *cobra.Command {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"time"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 

@@ -71,7 +71,7 @@ func newEvalListCmd(d *deps) *cobra.Command {
 type evalRunRequest struct {
 	id, outputDir, agentModel string
 	version, k, concurrency   int
-	out                    *outputFlag
+	out                       *outputFlag
 }
 
 func newEvalRunCmd(d *deps) *cobra.Command {

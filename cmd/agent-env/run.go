@@ -25,7 +25,7 @@ type runRequest struct {
 	tasks, evals   []string
 	model, sandbox string
 	keep, dryRun   bool
-	out         *outputFlag
+	out            *outputFlag
 }
 
 func newRunCmd(d *deps) *cobra.Command {
