@@ -71,6 +71,7 @@ func newEvalListCmd(d *deps) *cobra.Command {
 type evalRunRequest struct {
 	id, outputDir, agentModel string
 	version, k, concurrency   int
+	failUnder                 *failUnder
 	out                       *outputFlag
 }
 
@@ -102,6 +103,8 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 	f.IntVar(&req.k, "k", 1, "runs of every task")
 	f.IntVar(&req.concurrency, "max-concurrency", 4, "runs at once, across all tasks")
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
+	f.StringVar(&req.agentModel, "model", "", "alias of --agent-model")
+	req.failUnder = addFailUnder(cmd)
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/evalid=<id>-run<6hex>)")
 	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
@@ -160,6 +163,9 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 		}
 	} else {
 		printEvalTable(d.stdout, rep)
+		for _, rr := range rep.Runs {
+			printFailing(d.stdout, fmt.Sprintf("%s run %d", rr.Name, rr.Run), rr.Failing)
+		}
 	}
 	if err != nil {
 		return err // interrupted: the cause carries the exit code
@@ -167,7 +173,11 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	if rep.Failed() {
 		return errSilent
 	}
-	return nil
+	scores := make([]float64, len(rep.Runs))
+	for i, rr := range rep.Runs {
+		scores[i] = rr.Score
+	}
+	return req.failUnder.check(mean(scores))
 }
 
 // evalReportJSON is what eval run --json prints.

@@ -95,6 +95,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
 	root.AddCommand(newUpCmd(d))                                       // explorer (up.go)
+	root.AddCommand(newVersionCmd(d))                                  // versioncmd.go
 	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)
 	return root
 }

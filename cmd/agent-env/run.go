@@ -25,6 +25,7 @@ type runRequest struct {
 	tasks, evals   []string
 	model, sandbox string
 	keep, dryRun   bool
+	failUnder      *failUnder
 	out            *outputFlag
 }
 
@@ -59,7 +60,9 @@ func newRunCmd(d *deps) *cobra.Command {
 	f.StringArrayVar(&req.tasks, "task", nil, "run only this task (repeatable)")
 	f.StringArrayVar(&req.evals, "eval", nil, "run only this eval (repeatable)")
 	f.StringVar(&req.model, "model", "", "agent model for this run")
+	f.StringVar(&req.model, "agent-model", "", "alias of --model")
 	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
+	req.failUnder = addFailUnder(cmd)
 	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
 	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
 	req.out = addOutputFlag(cmd, formatTable)
@@ -173,6 +176,13 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
+	var scores []float64
+	for i, rc := range rep.Contexts() {
+		scores = append(scores, runScore(rc))
+		if s := scores[i]; s < 1 && i < len(rep.Runs) {
+			printFailing(lines, rep.Runs[i].Task.File, rc.FailingRows())
+		}
+	}
 	if req.out.structured() && !req.keep {
 		if err := printJSON(d, runReportJSON(m, rep)); err != nil {
 			return err
@@ -196,7 +206,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if rep.Failed() {
 		return errSilent
 	}
-	return nil
+	return req.failUnder.check(mean(scores))
 }
 
 // printKept lists what --keep left running: every env, agent and sandbox

@@ -28,6 +28,7 @@ type taskRunRequest struct {
 	envStateType, envStateInstanceID     string
 	seeds                                string // run-batch: the seeds CSV
 	concurrency                          int    // run-batch: runs at once
+	failUnder                            *failUnder
 }
 
 func newTaskRunCmd(d *deps) *cobra.Command { return taskRunCmd(d, false) }
@@ -66,6 +67,8 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 		f.IntVar(&req.k, "k", 1, "run N times concurrently (one run group)")
 	}
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
+	f.StringVar(&req.agentModel, "model", "", "alias of --agent-model")
+	req.failUnder = addFailUnder(cmd)
 	f.StringVar(&req.agentArtifactID, "agent-artifact-id", "", "agent artifact override")
 	f.IntVar(&req.startStep, "start-step", 0, "resume: treat steps before N (0-based) as done")
 	f.StringVar(&req.contextJSON, "context-json", "", "resume: the saved context to start from")
@@ -248,7 +251,14 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 		fmt.Fprintf(d.stdout, "%d/%d runs completed, %d/%d failed.\n", n-failed, n, failed, n)
 		return errSilent
 	}
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	scores := make([]float64, len(runs))
+	for i, rn := range runs {
+		scores[i] = runScore(rn.rc)
+	}
+	return req.failUnder.check(mean(scores))
 }
 
 // reattachSaved holds, in the one run resumed from a saved context, the env
@@ -315,6 +325,11 @@ func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runn
 	werr := os.WriteFile(path, append(b, '\n'), 0o644)
 	if err == nil && res.Status == runner.StatusCompleted {
 		print("Task completed!\n")
+	}
+	if s, ok := rc.MeanScore(); ok && s < 1 {
+		var b strings.Builder
+		printFailing(&b, "", rc.FailingRows())
+		print("%s", b.String())
 	}
 	if werr == nil {
 		print("Task context written to: %s\n", path)
