@@ -77,7 +77,8 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 
 func newAgentDeployCmd(d *deps) *cobra.Command {
 	var out *outputFlag
-	var id, sandbox string
+	var id string
+	var sandbox *sandboxFlags
 	var version, ttl int
 	var envs, envVars []string
 	cmd := &cobra.Command{
@@ -94,7 +95,7 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				var err error
-				req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandboxSpec(sandbox), TTL: ttlFlag(ttl), EnvVars: vars}
+				req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandbox.agentSpec(), TTL: ttlFlag(ttl), EnvVars: vars}
 				if req.ModelBaseURL, err = s.st.Resolve(ctx, s.cfg.Model.BaseURL); err != nil {
 					return err
 				}
@@ -125,7 +126,7 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 	f.StringArrayVar(&envs, "env-instance", nil, "env instance the agent uses (repeatable); it joins its network")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V (repeatable)")
 	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
-	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
+	sandbox = addSandboxFlags(cmd, "the agent (default: the envs' sandbox or [sandbox] agent_default)")
 	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

@@ -115,7 +115,8 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 
 func newEnvDeployCmd(d *deps) *cobra.Command {
 	var out *outputFlag
-	var id, sandbox, mode, gateway string
+	var id, mode, gateway string
+	var sandbox *sandboxFlags
 	var version, ttl int
 	cmd := &cobra.Command{
 		Use:   "deploy",
@@ -130,7 +131,7 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				if out.structured() {
 					w = d.stderr
 				}
-				shown := sandbox
+				shown := sandbox.envSpec()
 				if shown == "" {
 					shown = "config default"
 				}
@@ -140,7 +141,7 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 					v = fmt.Sprint(version)
 				}
 				fmt.Fprintf(w, "Fetching env: id=%s version=%s...\n", id, v)
-				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
+				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandbox.envSpec(),
 					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
 				if err != nil {
 					return err
@@ -165,7 +166,7 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 	f := cmd.Flags()
 	idArg(cmd, &id, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
 	f.IntVar(&version, "version", 0, "env version (default: latest)")
-	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec: local (Docker), docker, process, or a comma fallback chain")
+	sandbox = addSandboxFlags(cmd, "the env")
 	f.IntVar(&ttl, "ttl-seconds", 10800, "time to live, 60..1209600 seconds")
 	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
 	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")

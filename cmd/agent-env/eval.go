@@ -72,6 +72,7 @@ type evalRunRequest struct {
 	id, outputDir, agentModel string
 	version, k, concurrency   int
 	failUnder                 *failUnder
+	sandbox                   *sandboxFlags
 	out                       *outputFlag
 }
 
@@ -105,6 +106,7 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
 	f.StringVar(&req.agentModel, "model", "", "alias of --agent-model")
 	req.failUnder = addFailUnder(cmd)
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/evalid=<id>-run<6hex>)")
 	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
@@ -139,7 +141,11 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "evalid="+fileSafe(e.ID)+"-run"+runner.RandomHex(3))
 	}
-	initial := map[string]any{"metadata": map[string]any{"eval_id": e.ID, "eval_version": e.Version}}
+	md := map[string]any{"eval_id": e.ID, "eval_version": e.Version}
+	if uo := sandboxOverrides(req.sandbox); len(uo) > 0 {
+		md["user_overrides"] = uo
+	}
+	initial := map[string]any{"metadata": md}
 	if req.agentModel != "" {
 		initial["agent_model"] = req.agentModel
 	}

@@ -22,11 +22,12 @@ import (
 )
 
 type runRequest struct {
-	tasks, evals   []string
-	model, sandbox string
-	keep, dryRun   bool
-	failUnder      *failUnder
-	out            *outputFlag
+	tasks, evals []string
+	model        string
+	sandbox      *sandboxFlags
+	keep, dryRun bool
+	failUnder    *failUnder
+	out          *outputFlag
 }
 
 func newRunCmd(d *deps) *cobra.Command {
@@ -61,7 +62,7 @@ func newRunCmd(d *deps) *cobra.Command {
 	f.StringArrayVar(&req.evals, "eval", nil, "run only this eval (repeatable)")
 	f.StringVar(&req.model, "model", "", "agent model for this run")
 	f.StringVar(&req.model, "agent-model", "", "alias of --model")
-	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
 	req.failUnder = addFailUnder(cmd)
 	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
 	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
@@ -165,7 +166,8 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
 	defer prog.Close()
 	rep, err := bundle.Run(ctx, r, d.services(ctx, st, registry.LocalPrefix), m, &bundle.RunOptions{
-		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
+		Tasks: req.tasks, Model: req.model, Sandbox: sandboxSpec(req.sandbox.both), Keep: req.keep,
+		EnvSandbox: sandboxSpec(req.sandbox.env), AgentSandbox: sandboxSpec(req.sandbox.agent),
 		Documents: st.Local, Out: prog.Writer(lines),
 		OnStepStart: func(file string, i, n int, sd *runner.StepDef) {
 			prog.Start(file+"|"+sd.ID, fmt.Sprintf("[%s] step %d/%d %s (%s)", file, i+1, n, sd.ID, sd.Type))

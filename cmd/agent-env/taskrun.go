@@ -23,7 +23,8 @@ type taskRunRequest struct {
 	agentModel, agentArtifactID          string
 	litellmKey, judgeKey                 string
 	trajectoryFilter, noTrajectoryFilter bool
-	a2aAgentID, agentSandbox, envSandbox string
+	a2aAgentID                           string
+	sandbox                              *sandboxFlags
 	gatewayEnvID, serviceDBEnvID         string
 	envStateType, envStateInstanceID     string
 	seeds                                string // run-batch: the seeds CSV
@@ -77,8 +78,7 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	f.BoolVar(&req.trajectoryFilter, "apply-trajectory-filter", false, "filter trajectories given to judges")
 	f.BoolVar(&req.noTrajectoryFilter, "no-trajectory-filter", false, "do not filter trajectories")
 	f.StringVar(&req.a2aAgentID, "a2a-agent-id", "", "agent id override")
-	f.StringVar(&req.agentSandbox, "agent-sandbox", "", "sandbox provider spec for agents")
-	f.StringVar(&req.envSandbox, "env-sandbox", "", "sandbox provider spec for envs")
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
 	f.StringVar(&req.gatewayEnvID, "gateway-env-id", "", "gateway env override")
 	f.StringVar(&req.serviceDBEnvID, "service-db-env-id", "", "service DB env override")
 	f.StringVar(&req.envStateType, "env-state-type", "", "env state provider type")
@@ -96,8 +96,9 @@ func (req taskRunRequest) overrides(filterSet bool) map[string]any {
 	set("litellm_api_key", req.litellmKey)
 	set("judge_litellm_api_key", req.judgeKey)
 	set("a2a_agent_id", req.a2aAgentID)
-	set("agent_sandbox", req.agentSandbox)
-	set("env_sandbox", req.envSandbox)
+	for k, v := range sandboxOverrides(req.sandbox) {
+		uo[k] = v
+	}
 	set("gateway_env_id", req.gatewayEnvID)
 	set("service_db_env_id", req.serviceDBEnvID)
 	set("env_state_type", req.envStateType)
