@@ -478,8 +478,13 @@ func DeriveEnvironmentName(in ImageInput) (string, error) {
 			return string(m[1]), nil
 		}
 	case in.GoPackage != "":
-		dir := filepath.Join(in.GoDir, filepath.FromSlash(in.GoPackage))
-		for i := 0; i < 3 && dir != "." && dir != "/"; i++ {
+		// Absolute first: "." (the package in the working directory) and
+		// other relative paths walk up like an absolute one.
+		dir, err := filepath.Abs(filepath.Join(in.GoDir, filepath.FromSlash(in.GoPackage)))
+		if err != nil {
+			break
+		}
+		for i := 0; i < 3 && dir != filepath.Dir(dir); i++ {
 			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 			for _, f := range files {
 				if strings.HasSuffix(f, "_test.go") {
