@@ -13,7 +13,6 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/plugin"
-	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
@@ -36,6 +35,8 @@ type deps struct {
 	getenv func(string) string
 	// verbose is set by -v.
 	verbose bool
+	// logFormat is --log-format: "text" (default) or "json".
+	logFormat string
 	// output is the running command's -o flag (nil: it has none).
 	output *outputFlag
 
@@ -63,7 +64,7 @@ func (d *deps) logger() *slog.Logger {
 	if d.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewJSONHandler(d.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: redact.ReplaceAttr}))
+	return slog.New(newLogHandler(d.stderr, d.logFormat, level))
 }
 
 // newRootCmd builds a fresh command tree.
@@ -86,9 +87,14 @@ func newRootCmd(d *deps) *cobra.Command {
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			d.stdout, d.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			d.output = outputOf(cmd)
+			if err := checkLogFormat(d.logFormat); err != nil {
+				d.logFormat = logText
+				d.logger().Warn(err.Error() + "; logging text")
+			}
 		},
 	}
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")
+	root.PersistentFlags().StringVar(&d.logFormat, "log-format", logText, "log lines on stderr: text (for people) or json (for programs)")
 	root.AddCommand(newRunCmd(d), newTaskCmd(d), newConfigCmd(d), newRegistryCmd(d))
 	root.AddCommand(newEnvCmd(d), newA2AAgentCmd(d), newSandboxCmd(d)) // sandboxes (env.go, agent.go, sandbox.go)
 	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
@@ -118,7 +124,7 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
-		d.logger().Warn("config", "warning", w.String())
+		d.logger().Warn("config: " + w.String())
 	}
 	st, err := d.openStoresFor(ctx, cfg, d.storeRegistry())
 	if err != nil {
