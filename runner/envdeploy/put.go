@@ -152,7 +152,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 			}
 		}
 		if bin == "" {
-			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir}); err != nil {
+			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir, Progress: p.Out}); err != nil {
 				return nil, err
 			}
 		}
