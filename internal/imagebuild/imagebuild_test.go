@@ -133,7 +133,7 @@ func TestBuildGoProgressLines(t *testing.T) {
 	_ = os.MkdirAll(filepath.Join(dir, "inner"), 0o755)
 	// A fresh constant, so the build cache cannot skip the package (go
 	// build -v names only the packages it compiles).
-	nonce := filepath.Base(dir)
+	nonce := strings.ReplaceAll(dir, `\`, "/")
 	_ = os.WriteFile(filepath.Join(dir, "inner", "inner.go"), []byte("package inner\n\nconst Nonce = \""+nonce+"\"\n\nfunc N() int { return len(Nonce) }\n"), 0o644)
 	_ = os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"tiny/inner\"\n\nfunc main() { _ = inner.N() }\n"), 0o644)
 	var progress bytes.Buffer
