@@ -30,6 +30,16 @@ type FailingRow struct {
 	Justification string `json:"justification,omitempty"`
 }
 
+// Text is the row as summary lines: "- [verifier] criterion" and, when
+// there is one, "  why: justification", each after indent.
+func (r FailingRow) Text(indent string) string {
+	s := fmt.Sprintf("%s- [%s] %s\n", indent, r.VerifierID, r.Criterion)
+	if r.Justification != "" {
+		s += fmt.Sprintf("%s  why: %s\n", indent, r.Justification)
+	}
+	return s
+}
+
 // rowText is how much of a criterion or justification a summary shows.
 const rowText = 200
 

@@ -168,10 +168,10 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 			return jerr
 		}
 	} else {
-		printEvalTable(d.stdout, rep)
 		for _, rr := range rep.Runs {
 			printFailing(d.stdout, fmt.Sprintf("%s run %d", rr.Name, rr.Run), rr.Failing)
 		}
+		printEvalTable(d.stdout, rep)
 	}
 	if err != nil {
 		return err // interrupted: the cause carries the exit code

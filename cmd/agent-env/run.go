@@ -179,11 +179,8 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		return err
 	}
 	var scores []float64
-	for i, rc := range rep.Contexts() {
+	for _, rc := range rep.Contexts() {
 		scores = append(scores, runScore(rc))
-		if s := scores[i]; s < 1 && i < len(rep.Runs) {
-			printFailing(lines, rep.Runs[i].Task.File, rc.FailingRows())
-		}
 	}
 	if req.out.structured() && !req.keep {
 		if err := printJSON(d, runReportJSON(m, rep)); err != nil {

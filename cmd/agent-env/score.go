@@ -85,9 +85,6 @@ func printFailing(w io.Writer, label string, rows []runner.FailingRow) {
 	}
 	fmt.Fprintf(w, "Failing criteria%s:\n", label)
 	for _, r := range rows {
-		fmt.Fprintf(w, "  - [%s] %s\n", r.VerifierID, r.Criterion)
-		if r.Justification != "" {
-			fmt.Fprintf(w, "    why: %s\n", r.Justification)
-		}
+		fmt.Fprint(w, r.Text("  "))
 	}
 }

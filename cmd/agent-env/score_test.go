@@ -28,7 +28,7 @@ func TestFailUnder(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run without --fail-under: exit %d\n%s", code, out)
 	}
-	for _, want := range []string{"Failing criteria (tasks/low.json):", "bash_cmd_succeeds: bash_cmd=echo the file is missing; false", "why: exit 1: the file is missing"} {
+	for _, want := range []string{"tasks/low.json v1: scored below 1 (check: 0)", "    - [v] bash_cmd_succeeds: bash_cmd=echo the file is missing; false\n", "      why: exit 1: the file is missing\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("run output lacks %q:\n%s", want, out)
 		}

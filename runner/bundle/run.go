@@ -148,8 +148,13 @@ func Run(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Materia
 	rep.Runs = runs
 
 	out.Printf("\nTasks:\n")
-	for _, tr := range runs {
+	for i, tr := range runs {
 		out.Printf("  %s\n", tr.SummaryLine())
+		if tr.Outcome == ScoredBelow {
+			for _, fr := range rep.contexts[i].FailingRows() {
+				out.Printf("%s", fr.Text("    "))
+			}
+		}
 	}
 	for _, s := range skipped {
 		out.Printf("  %s: skipped\n", s)
