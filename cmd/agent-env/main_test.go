@@ -129,7 +129,10 @@ func TestRunHello(t *testing.T) {
 		t.Fatalf("no instance line in:\n%s", out)
 	}
 	got := strings.Replace(secs.ReplaceAllString(out, "Xs"), m[1], "ID", 1)
-	want := `artifacts/greeting: v1 (new)
+	got = strings.NewReplacer(c.stateRoot, "STATE", c.sandboxDir, "SANDBOXES").Replace(got)
+	want := `First run: stored tasks, artifacts and run records live in STATE/agent-env;
+  task sandboxes (work folders) in SANDBOXES. agent-env config show lists every setting.
+artifacts/greeting: v1 (new)
 tasks/hello.json: v1 (new)
 [tasks/hello.json] step 1/3 box (deploy_sandbox)
 [tasks/hello.json] step 1/3 box done in Xs
@@ -148,6 +151,10 @@ Tore down 1 sandbox.
 	}
 	if stderr != "" {
 		t.Errorf("stderr: %s", stderr)
+	}
+	// Only the first run says where the state lives.
+	if _, again, _ := c.run("run", "hello"); strings.Contains(again, "First run") {
+		t.Errorf("second run:\n%s", again)
 	}
 	inst := c.instance(m[1])
 	if inst.Status != runner.StatusCompleted || len(inst.CompletedSteps) != 3 || inst.TaskID != "@local/agentenv-framework/hello/hello" || inst.TaskVersion != 1 {

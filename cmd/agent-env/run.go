@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -124,11 +126,19 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
+	firstUse := d.stateMissing()
 	st, err := d.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if firstUse {
+		w := d.stdout
+		if req.out.structured() {
+			w = d.stderr
+		}
+		d.printStateHome(w)
+	}
 	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	bst := st.bundleStores()
 	if req.dryRun {
@@ -206,6 +216,27 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		return errSilent
 	}
 	return req.failUnder.check(mean(scores))
+}
+
+// stateMissing reports whether the state root does not exist yet: the
+// first command to use it says where it is.
+func (d *deps) stateMissing() bool {
+	root, err := registry.StateRoot()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(root)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// printStateHome says where a first run keeps its state.
+func (d *deps) printStateHome(w io.Writer) {
+	root, err := registry.StateRoot()
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "First run: stored tasks, artifacts and run records live in %s;\n", root)
+	fmt.Fprintf(w, "  task sandboxes (work folders) in %s. agent-env config show lists every setting.\n", d.sandboxRoot())
 }
 
 // printKept lists what --keep left running: every env, agent and sandbox
