@@ -258,9 +258,9 @@ func printKept(d *deps, rep *bundle.Report) {
 		for _, sb := range rc.Held() {
 			id, typ := sb.ID(), sb.Type()
 			if is, ok := sb.(*runner.InstanceSandbox); ok {
-				name, cmd := envs[id], "agent-env env teardown --instance-id "+is.InstanceID
+				name, cmd := envs[id], "agent-env env teardown "+is.InstanceID
 				if is.Kind == "agent" {
-					name, cmd = agents[id], "agent-env a2a-agent teardown --instance-id "+is.InstanceID
+					name, cmd = agents[id], "agent-env a2a-agent teardown "+is.InstanceID
 				}
 				fmt.Fprintf(d.stdout, "  %s %s: instance %s on %s, %s\n", is.Kind, name, is.InstanceID, typ, d.groupPlace(typ, id))
 				fmt.Fprintf(d.stdout, "    teardown: %s\n", cmd)
