@@ -32,7 +32,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 			"nothing is stored otherwise. Storing under an existing id adds a version.",
 		Example: "  echo '[{\"task_id\":\"hello\"},{\"task_id\":\"q3\",\"version\":2}]' > eval.json\n" +
 			"  agent-env eval create eval.json --id smoke\n" +
-			"  agent-env eval run --id smoke --k 5",
+			"  agent-env eval run smoke --k 5",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[0])
@@ -86,8 +86,8 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 			"the running runs and waits for their teardowns (a second Ctrl-C stops waiting). Each\n" +
 			"run's context is written to --output-dir. The table gives, per task, the runs, how many\n" +
 			"passed (every verification scored 1), the mean score, pass@1 and pass@k.",
-		Example: "  agent-env eval run --id smoke --k 5 --max-concurrency 4\n" +
-			"  agent-env eval run --id smoke --json > results.json",
+		Example: "  agent-env eval run smoke --k 5 --max-concurrency 4\n" +
+			"  agent-env eval run smoke --json > results.json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if req.k < 1 {
 				return fmt.Errorf("--k must be at least 1, got %d", req.k)

@@ -77,7 +77,7 @@ func newRootCmd(d *deps) *cobra.Command {
 			"  agent-env run hello                      run the built-in hello bundle (no containers, no model)\n" +
 			"  agent-env run                            list the installed bundles and their folders\n" +
 			"  agent-env task create steps.json --id T  store a task (a JSON array of steps)\n" +
-			"  agent-env task run --id T                run a stored task\n" +
+			"  agent-env task run T                     run a stored task\n" +
 			"  agent-env bundle init ./my-T --from-task T   write a stored task as a folder to edit and run\n\n" +
 			"Everything is stored under $XDG_STATE_HOME/agent-env (default ~/.local/state/agent-env);\n" +
 			"settings come from .agentenv/config.toml (see agent-env config show).",

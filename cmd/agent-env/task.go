@@ -38,7 +38,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 			"    \"criteria\":[{\"type\":\"bash_cmd_succeeds\",\"bash_cmd\":\"true\"}]}]\n" +
 			"  JSON\n" +
 			"  agent-env task create steps.json --id my-task\n" +
-			"  agent-env task run --id my-task",
+			"  agent-env task run my-task",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
