@@ -116,8 +116,7 @@ func (s *Server) assemble() (*built, []error) {
 	if !s.opts.DisableMCP {
 		mcpSrv = server.NewMCPServer(name, s.opts.Version,
 			server.WithToolCapabilities(true),
-			server.WithInputSchemaValidation(),
-			server.WithOutputSchemaValidation(),
+			server.WithOutputSchemaValidation(), // input: checkArgs (argcheck.go)
 		)
 	} else if len(s.tools) > 0 {
 		errs = append(errs, errors.New("envsdk: tools registered on a server with DisableMCP"))
@@ -142,7 +141,7 @@ func (s *Server) assemble() (*built, []error) {
 		if mcpSrv != nil {
 			mt := mcp.NewToolWithRawSchema(n, desc.Description, desc.InputSchema)
 			mt.RawOutputSchema = reg.output
-			mcpSrv.AddTool(mt, s.mcpToolHandler(n, reg))
+			mcpSrv.AddTool(mt, s.mcpToolHandler(n, reg, compileArgSchema(n, desc.InputSchema)))
 		}
 	}
 	c.Capabilities.Tools = tools

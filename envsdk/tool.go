@@ -12,6 +12,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agentenv/agentenv/protocol"
 )
@@ -105,7 +106,7 @@ func AddTool[In, Out any](s *Server, t *Tool, h ToolHandler[In, Out]) {
 		}
 		if len(args) > 0 && string(args) != "null" {
 			if err := json.Unmarshal(args, &in); err != nil {
-				return Refusal("invalid arguments: " + err.Error()), nil
+				return Refusal("invalid arguments: " + argDecodeWords(err)), nil
 			}
 		}
 		out, err := h(ctx, req, in)
@@ -185,7 +186,7 @@ func resolveToolName(name, envName string) (string, error) {
 
 // mcpToolHandler adapts a registered tool to mcp-go: it binds the tool
 // context, runs the hook, then the typed handler.
-func (s *Server) mcpToolHandler(name string, reg *toolReg) server.ToolHandlerFunc {
+func (s *Server) mcpToolHandler(name string, reg *toolReg, argSchema *jsonschema.Schema) server.ToolHandlerFunc {
 	return func(ctx context.Context, r mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var meta map[string]any
 		if r.Params.Meta != nil {
@@ -200,6 +201,9 @@ func (s *Server) mcpToolHandler(name string, reg *toolReg) server.ToolHandlerFun
 		args := r.Params.RawArguments
 		if len(args) == 0 && r.Params.Arguments != nil {
 			args, _ = json.Marshal(r.Params.Arguments)
+		}
+		if msg := checkArgs(argSchema, args); msg != "" {
+			return mcp.NewToolResultError(msg), nil
 		}
 		tc := ToolContext{
 			Caller:    resolveCaller(meta, r.Header, sessionID),

@@ -101,10 +101,15 @@ func TestToolCallMCPGo(t *testing.T) {
 	if !res.IsError || res.Text != "the store refused boom" {
 		t.Fatalf("handler error = %+v", res)
 	}
-	// Missing required argument: input validation answers isError.
+	// Missing or mistyped arguments: input validation answers isError, in
+	// words the model can act on (no Go struct dump such as &{Missing:[item]}).
 	res = env.Call(t, "items_add_item", map[string]any{"times": 1})
-	if !res.IsError {
-		t.Fatalf("missing item accepted: %+v", res)
+	if !res.IsError || res.Text != "invalid arguments: arguments: missing property 'item'" {
+		t.Fatalf("missing item = %+v", res)
+	}
+	res = env.Call(t, "items_add_item", map[string]any{"item": 3, "times": "x"})
+	if !res.IsError || !strings.Contains(res.Text, "item: got number, want string") || strings.ContainsAny(res.Text, "&{}") {
+		t.Fatalf("mistyped arguments = %+v", res)
 	}
 	// Unknown tool: isError result, not a JSON-RPC error.
 	res = env.Call(t, "items_nope", map[string]any{})

@@ -52,5 +52,5 @@ func Example() {
 	// step 1/1 hi
 	// completed 1 world
 	// step 1 (id "x"): field "type": Unknown task step type "wave"
-	// unknown step types: wave; a plugin may provide them (agent-env plugin list shows the installed step types)
+	// unknown step types: wave; a plugin may provide them (agent-env plugin list shows the installed step types) (known: greet)
 }

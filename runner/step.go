@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+
+	"github.com/agentenv/agentenv/internal/didyoumean"
 )
 
 // Step is one configured step of a task. Its config is the struct the step
@@ -64,11 +66,15 @@ type StepInfo struct {
 // ErrUnknownStepType is matched by every unknown-type error.
 var ErrUnknownStepType = errors.New("unknown task step type")
 
-// UnknownStepTypeError names the type that is not registered.
-type UnknownStepTypeError struct{ Type string }
+// UnknownStepTypeError names the type that is not registered, and the
+// types that are.
+type UnknownStepTypeError struct {
+	Type  string
+	Known []string // the registered types, sorted
+}
 
 func (e *UnknownStepTypeError) Error() string {
-	return fmt.Sprintf("Unknown task step type %q", e.Type)
+	return fmt.Sprintf("Unknown task step type %q", e.Type) + didyoumean.Hint(e.Type, e.Known)
 }
 
 // Is makes errors.Is(err, ErrUnknownStepType) hold.
@@ -115,7 +121,12 @@ func (r *StepRegistry) Lookup(typ string) (StepInfo, error) {
 	defer r.mu.RUnlock()
 	info, ok := r.types[typ]
 	if !ok {
-		return StepInfo{}, &UnknownStepTypeError{Type: typ}
+		known := make([]string, 0, len(r.types))
+		for t := range r.types {
+			known = append(known, t)
+		}
+		sort.Strings(known)
+		return StepInfo{}, &UnknownStepTypeError{Type: typ, Known: known}
 	}
 	return info, nil
 }

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/agentenv/agentenv/internal/decodeerr"
+	"github.com/agentenv/agentenv/internal/didyoumean"
 )
 
 // Sentinel errors of task validation; every one arrives wrapped in a
@@ -432,14 +436,47 @@ func fieldDecodeError(info StepInfo, k string, err error) error {
 		if te.Field != "" {
 			field = te.Field
 		}
-		return &FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got %s", kindWords(te.Type), valueWords(te.Value))}
+		return &FieldError{Field: field, Msg: fmt.Sprintf("must be %s, got %s", decodeerr.KindWords(te.Type), decodeerr.ValueWords(te.Value))}
 	case unknownField.MatchString(err.Error()):
 		if f := unknownField.FindStringSubmatch(err.Error())[1]; f != k {
 			return &FieldError{Field: k, Msg: fmt.Sprintf("has no field %q", f)} // an object inside k
 		}
-		return &FieldError{Field: k, Msg: fmt.Sprintf("is not a field of step type %s", info.Type)}
+		return &FieldError{Field: k, Msg: fmt.Sprintf("is not a field of step type %s", info.Type) + didyoumean.Suffix(k, stepFields(info))}
 	}
 	return &FieldError{Field: k, Msg: plainJSONError(err)}
+}
+
+// stepFields lists the fields a step of info's type accepts: the common
+// ones and the JSON names of its config struct (embedded structs included).
+func stepFields(info StepInfo) []string {
+	out := make([]string, 0, len(commonFields))
+	for k := range commonFields {
+		out = append(out, k)
+	}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct {
+			return
+		}
+		for f := range t.Fields() {
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			switch {
+			case name == "-":
+			case f.Anonymous && name == "":
+				walk(f.Type)
+			case !f.IsExported():
+			case name != "":
+				out = append(out, name)
+			default:
+				out = append(out, f.Name)
+			}
+		}
+	}
+	walk(reflect.TypeOf(info.New()))
+	return out
 }
 
 func parseRetry(v json.RawMessage) (*RetryConfig, error) {

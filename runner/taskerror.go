@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"reflect"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/agentenv/agentenv/internal/decodeerr"
+	"github.com/agentenv/agentenv/internal/didyoumean"
 )
 
 // ErrSelfDependency is a step naming itself in depends_on.
@@ -52,8 +52,16 @@ func (e *TaskError) Lines() []string {
 		out = append(out, p.Error())
 	}
 	if ut := e.UnknownTypes(); len(ut) > 0 {
-		out = append(out, fmt.Sprintf("unknown step types: %s; a plugin may provide them (agent-env plugin list shows the installed step types)",
-			strings.Join(ut, ", ")))
+		var known []string
+		for _, p := range e.Problems {
+			var u *UnknownStepTypeError
+			if errors.As(p, &u) {
+				known = u.Known
+				break
+			}
+		}
+		out = append(out, fmt.Sprintf("unknown step types: %s; a plugin may provide them (agent-env plugin list shows the installed step types)%s",
+			strings.Join(ut, ", "), didyoumean.Known(known)))
 	}
 	return out
 }
@@ -77,37 +85,11 @@ func (e *TaskError) Unwrap() []error {
 
 // syntaxProblem describes a JSON syntax error with its line and column.
 func syntaxProblem(data []byte, err error) error {
-	var se *json.SyntaxError
-	off := int64(len(data))
-	msg := "the JSON ends early"
-	switch {
-	case errors.As(err, &se):
-		// Offset counts the offending byte; the column is that byte's.
-		off, msg = max(se.Offset-1, 0), se.Error()
-	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
-	default:
-		msg = plainJSONError(err)
-	}
-	line, col := lineCol(data, off)
-	return invalidf("JSON syntax error at line %d, column %d: %s", line, col, msg)
+	return invalidf("%s", decodeerr.JSON(data, err))
 }
 
 // lineCol turns a byte offset into a 1-based line and column.
-func lineCol(data []byte, off int64) (int, int) {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	line, col := 1, 1
-	for _, c := range data[:off] {
-		if c == '\n' {
-			line++
-			col = 1
-		} else {
-			col++
-		}
-	}
-	return line, col
-}
+func lineCol(data []byte, off int64) (int, int) { return decodeerr.LineCol(data, off) }
 
 // jsonKindOf names the JSON kind of a raw value in words.
 func jsonKindOf(raw json.RawMessage) string {
@@ -130,82 +112,14 @@ func jsonKindOf(raw json.RawMessage) string {
 	return "a number"
 }
 
-// valueWords turns encoding/json's UnmarshalTypeError.Value ("string",
-// "number -1", "array") into words.
-func valueWords(v string) string {
-	switch {
-	case v == "string":
-		return "a string"
-	case v == "bool":
-		return "a boolean"
-	case v == "array":
-		return "a list"
-	case v == "object":
-		return "an object"
-	case v == "number":
-		return "a number"
-	case strings.HasPrefix(v, "number "):
-		return "the number " + strings.TrimPrefix(v, "number ")
-	}
-	return v
-}
-
-// goTypeWords names what a Go type accepts in JSON terms, from its
-// printed name ("[]string", "map[string]any", "*int", "loadartifact.ArtifactRef").
-func goTypeWords(t string) string {
-	t = strings.TrimLeft(t, "*")
-	switch {
-	case strings.HasPrefix(t, "[]"):
-		return "a list"
-	case strings.HasPrefix(t, "map["):
-		return "an object"
-	case t == "string":
-		return "a string"
-	case t == "bool":
-		return "a boolean"
-	case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
-		return "an integer"
-	case strings.HasPrefix(t, "float"), t == "json.Number":
-		return "a number"
-	}
-	return "an object"
-}
-
-// kindWords names what a Go type accepts in JSON terms.
-func kindWords(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "a list"
-	}
-	return "an object"
-}
-
-var goTypeInMessage = regexp.MustCompile(`json: cannot unmarshal (.+?) into Go (?:struct field (\S+) of type|value of type) (\S+)`)
-
 // plainJSONError rewrites an encoding/json message that names Go types
 // into words; a task author never sees a Go type name.
 func plainJSONError(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) && te.Type != nil {
-		return fmt.Sprintf("must be %s, got %s", kindWords(te.Type), valueWords(te.Value))
+		return fmt.Sprintf("must be %s, got %s", decodeerr.KindWords(te.Type), decodeerr.ValueWords(te.Value))
 	}
-	msg := err.Error()
-	return goTypeInMessage.ReplaceAllStringFunc(msg, func(m string) string {
-		sub := goTypeInMessage.FindStringSubmatch(m)
-		return fmt.Sprintf("must be %s, got %s", goTypeWords(sub[3]), valueWords(sub[1]))
-	})
+	return decodeerr.Words(err.Error())
 }
 
 // invalidf is a task problem that matches ErrInvalidTask without saying

@@ -23,7 +23,6 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Build and register an A2A agent (--go-package P | --dockerfile F [--context D] | --image-ref R)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.EnvVars, err = parseKV("env-var", envVars); err != nil {
@@ -41,21 +40,20 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	}
 	img.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&in.ID, "id", "", "agent id (required)")
+	idArg(cmd, &in.ID, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	f.StringVar(&in.DefaultModel, "default-model", "", "the agent's default model")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V set in the agent's environment (repeatable)")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
 func newAgentGetCmd(d *deps) *cobra.Command {
 	var id string
 	var version int
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get",
 		Short: "Print an agent document as JSON",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
 			if err != nil {
@@ -67,24 +65,25 @@ func newAgentGetCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(d, doc.Data)
+				return out.print(d.stdout, doc.Data, nil)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "agent id (required)")
+	idArg(cmd, &id, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	cmd.Flags().IntVar(&version, "version", 0, "version (default: latest)")
-	_ = cmd.MarkFlagRequired("id")
+	out = addOutputFlag(cmd, formatJSON)
 	return cmd
 }
 
 func newAgentDeployCmd(d *deps) *cobra.Command {
-	var id, sandbox string
+	var out *outputFlag
+	var id string
+	var sandbox *sandboxFlags
 	var version, ttl int
 	var envs, envVars []string
 	cmd := &cobra.Command{
 		Use:   "deploy",
 		Short: "Deploy an agent, optionally inside the networks of env instances",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
 			if err != nil {
@@ -96,7 +95,7 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				var err error
-				req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandboxSpec(sandbox), TTL: ttlFlag(ttl), EnvVars: vars}
+				req := envdeploy.AgentDeployRequest{Agent: ref, EnvInstances: envs, Sandbox: sandbox.agentSpec(), TTL: ttlFlag(ttl), EnvVars: vars}
 				if req.ModelBaseURL, err = s.st.Resolve(ctx, s.cfg.Model.BaseURL); err != nil {
 					return err
 				}
@@ -106,6 +105,9 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 				inst, err := s.dep.DeployAgent(ctx, req)
 				if err != nil {
 					return err
+				}
+				if out.structured() {
+					return printJSON(d, masked(inst))
 				}
 				fmt.Fprintln(d.stdout, "Deployed!")
 				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
@@ -119,12 +121,12 @@ func newAgentDeployCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&id, "id", "", "agent id (required)")
+	idArg(cmd, &id, idSpec{noun: "agent", complete: d.completeDocs(registry.A2AAgents)})
 	f.IntVar(&version, "version", 0, "version (default: latest)")
 	f.StringArrayVar(&envs, "env-instance", nil, "env instance the agent uses (repeatable); it joins its network")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V (repeatable)")
 	f.IntVar(&ttl, "ttl-seconds", 7200, "time to live, 60..1209600 seconds")
-	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec (default: the envs' sandbox or [sandbox] agent_default)")
-	_ = cmd.MarkFlagRequired("id")
+	sandbox = addSandboxFlags(cmd, "the agent (default: the envs' sandbox or [sandbox] agent_default)")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

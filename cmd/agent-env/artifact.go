@@ -33,7 +33,8 @@ func newArtifactCmd(d *deps) *cobra.Command {
 }
 
 func newArtifactGCCmd(d *deps) *cobra.Command {
-	var dryRun, asJSON bool
+	var dryRun bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove the bytes of artifact puts that crashed before publishing",
@@ -47,7 +48,7 @@ func newArtifactGCCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, map[string]any{"removed": res.Removed, "dry_run": dryRun, "younger_than_threshold": res.Young})
 				}
 				verb := "Removed"
@@ -63,13 +64,13 @@ func newArtifactGCCmd(d *deps) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
 func newArtifactFilePutCmd(d *deps) *cobra.Command {
 	var id, filename, description, contentType string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:     "put FILE --id ID",
 		Short:   "Store FILE as a new version of file artifact ID",
@@ -90,7 +91,7 @@ func newArtifactFilePutCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, f)
 				}
 				fmt.Fprintf(d.stdout, "Created FileArtifact: id=%s version=%d filename=%s size=%d\n", f.ID, f.Version, f.Filename, f.Size)
@@ -103,7 +104,7 @@ func newArtifactFilePutCmd(d *deps) *cobra.Command {
 	fl.StringVar(&filename, "filename", "", "file name stored with the artifact (default: FILE's base name; may contain '/')")
 	fl.StringVar(&description, "description", "", "free text")
 	fl.StringVar(&contentType, "content-type", "", "MIME type (default: from the file name's extension)")
-	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -111,13 +112,12 @@ func newArtifactFilePutCmd(d *deps) *cobra.Command {
 func newArtifactFileGetCmd(d *deps) *cobra.Command {
 	var id, outputDir string
 	var version int
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
-		Use:   "get --id ID[:VERSION]",
+		Use:   "get ID[:VERSION]",
 		Short: "Print a file artifact, or write its file with --output-dir",
 		Example: "  agent-env artifact file get --id greeting-text\n" +
 			"  agent-env artifact file get --id greeting-text:2 --output-dir ./out",
-		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := refFlag(id, version)
 			if err != nil {
@@ -136,7 +136,7 @@ func newArtifactFileGetCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, map[string]any{"path": path, "artifact": f})
 				}
 				fmt.Fprintf(d.stdout, "Wrote %s (id=%s version=%d, %d bytes)\n", path, f.ID, f.Version, f.Size)
@@ -145,17 +145,16 @@ func newArtifactFileGetCmd(d *deps) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&id, "id", "", "artifact id, or id:version (required)")
+	idArg(cmd, &id, idSpec{noun: "artifact", complete: d.completeDocs(registry.Artifacts)})
 	fl.IntVar(&version, "version", 0, "version (default latest)")
 	fl.StringVar(&outputDir, "output-dir", "", "write the file to DIR/<filename> instead of printing the record")
-	fl.BoolVar(&asJSON, "json", false, "with --output-dir: print the path and record as JSON")
-	_ = cmd.MarkFlagRequired("id")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
 func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 	var id, envName, description, filename string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "put FILE --id ID --environment-name NAME",
 		Short: "Store FILE as env data: file artifact ID-file plus environment artifact ID",
@@ -179,7 +178,7 @@ func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, e)
 				}
 				fmt.Fprintf(d.stdout, "Created file artifact: id=%s version=%d\n", e.FileArtifactRef.ID, e.FileArtifactRef.Version)
@@ -193,7 +192,7 @@ func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 	fl.StringVar(&envName, "environment-name", "", "the env's environment_name (required)")
 	fl.StringVar(&filename, "filename", "", "file name inside the env (default: FILE's base name)")
 	fl.StringVar(&description, "description", "", "free text")
-	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	_ = cmd.MarkFlagRequired("environment-name")
 	return cmd
@@ -202,7 +201,7 @@ func newArtifactEnvironmentPutCmd(d *deps) *cobra.Command {
 func newArtifactUniversePutCmd(d *deps) *cobra.Command {
 	var id, description string
 	var envs, metadata []string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "put --id ID --environment-artifact ID[:VERSION]...",
 		Short: "Store a set of environment artifacts (one per environment_name) as universe ID",
@@ -237,7 +236,7 @@ func newArtifactUniversePutCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, u)
 				}
 				pinned := make([]string, 0, len(u.EnvironmentArtifactRefs))
@@ -255,19 +254,19 @@ func newArtifactUniversePutCmd(d *deps) *cobra.Command {
 	fl.StringArrayVar(&envs, "environment-artifact", nil, "an environment artifact, ID or ID:VERSION (repeatable, at least one)")
 	fl.StringArrayVar(&metadata, "metadata", nil, "NAME=ID[:VERSION] of another artifact to attach (repeatable)")
 	fl.StringVar(&description, "description", "", "free text")
-	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	_ = cmd.MarkFlagRequired("environment-artifact")
 	return cmd
 }
 
 func newArtifactGetCmd(d *deps) *cobra.Command {
+	var out *outputFlag
 	var id string
 	var version int
 	cmd := &cobra.Command{
-		Use:   "get --id ID[:VERSION]",
+		Use:   "get ID[:VERSION]",
 		Short: "Print any artifact record as JSON",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := refFlag(id, version)
 			if err != nil {
@@ -278,13 +277,13 @@ func newArtifactGetCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printJSON(d, doc.Data)
+				return out.print(d.stdout, doc.Data, nil)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "artifact id, or id:version (required)")
+	idArg(cmd, &id, idSpec{noun: "artifact", complete: d.completeDocs(registry.Artifacts)})
 	cmd.Flags().IntVar(&version, "version", 0, "version (default latest)")
-	_ = cmd.MarkFlagRequired("id")
+	out = addOutputFlag(cmd, formatJSON)
 	return cmd
 }
 

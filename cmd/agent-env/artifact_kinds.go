@@ -168,10 +168,10 @@ func newArtifactVMImageCmd(d *deps) *cobra.Command {
 func putKind(d *deps, cmd *cobra.Command,
 	put func(ctx context.Context, arts *artifact.Store, id string) (rec any, line string, err error)) {
 	var flagID string
-	var asJSON bool
+	var out *outputFlag
 	cmd.Args = cobra.MaximumNArgs(1)
 	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		id, err := idArg(args, flagID)
+		id, err := artifactIDArg(args, flagID)
 		if err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func putKind(d *deps, cmd *cobra.Command,
 			if err != nil {
 				return err
 			}
-			if asJSON {
+			if out.structured() {
 				return printJSON(d, rec)
 			}
 			fmt.Fprintln(d.stdout, line)
@@ -189,11 +189,11 @@ func putKind(d *deps, cmd *cobra.Command,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&flagID, "id", "", "artifact id (or give it as the first argument)")
-	fl.BoolVar(&asJSON, "json", false, "print the stored artifact as JSON")
+	out = addOutputFlag(cmd, formatTable)
 }
 
-// idArg is the id given as the first argument or as --id, not both.
-func idArg(args []string, flag string) (string, error) {
+// artifactIDArg is the id given as the first argument or as --id, not both.
+func artifactIDArg(args []string, flag string) (string, error) {
 	switch {
 	case len(args) == 1 && flag != "" && args[0] != flag:
 		return "", fmt.Errorf("the id is given twice: %q and --id %q", args[0], flag)
@@ -211,13 +211,13 @@ func idArg(args []string, flag string) (string, error) {
 func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, arts *artifact.Store, ref registry.Ref, dir string) (artifact.Header, []string, error)) *cobra.Command {
 	var flagID, outputDir string
 	var version int
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get ID[:VERSION] [--output-dir DIR]",
 		Short: short,
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := idArg(args, flagID)
+			s, err := artifactIDArg(args, flagID)
 			if err != nil {
 				return err
 			}
@@ -241,7 +241,7 @@ func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, a
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, map[string]any{"id": h.ID, "version": h.Version, "paths": paths})
 				}
 				for _, p := range paths {
@@ -256,7 +256,7 @@ func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, a
 	fl.StringVar(&flagID, "id", "", "artifact id or id:version (or give it as the first argument)")
 	fl.IntVar(&version, "version", 0, "version (default latest)")
 	fl.StringVar(&outputDir, "output-dir", "", "write the files here instead of printing the record")
-	fl.BoolVar(&asJSON, "json", false, "with --output-dir: print the written paths as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
@@ -264,7 +264,8 @@ func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, a
 // typ, with one column of its own.
 func newKindListCmd(d *deps, typ, noun, column string, value func(registry.Document) string) *cobra.Command {
 	var limit int
-	var local, asJSON bool
+	var local bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List " + noun + " artifacts (latest version of each)",
@@ -279,12 +280,12 @@ func newKindListCmd(d *deps, typ, noun, column string, value func(registry.Docum
 				if err != nil {
 					return err
 				}
-				if asJSON {
-					out := make([]any, 0, len(list))
+				if out.structured() {
+					docs := make([]any, 0, len(list))
 					for _, doc := range list {
-						out = append(out, doc.Data)
+						docs = append(docs, doc.Data)
 					}
-					return printJSON(d, out)
+					return printJSON(d, docs)
 				}
 				tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
 				fmt.Fprintf(tw, "ID\tVERSION\t%s\tCREATED (UTC)\n", column)
@@ -297,6 +298,6 @@ func newKindListCmd(d *deps, typ, noun, column string, value func(registry.Docum
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	cmd.Flags().BoolVar(&local, "local", false, "list the @local store (bundle artifacts)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the documents as a JSON list")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"sort"
 	"text/tabwriter"
@@ -32,7 +33,8 @@ func printUniverse(d *deps, u *artifact.FileArtifactUniverse, asJSON bool) error
 func newFileUniversePutCmd(d *deps) *cobra.Command {
 	var id, description string
 	var files []string
-	var bundled, asJSON bool
+	var bundled bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "put --id ID --file-artifact ID[:VERSION]...",
 		Short: "Group existing file artifacts (under their file names) as universe ID",
@@ -61,7 +63,7 @@ func newFileUniversePutCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printUniverse(d, u, asJSON)
+				return printUniverse(d, u, out.structured())
 			})
 		},
 	}
@@ -70,7 +72,7 @@ func newFileUniversePutCmd(d *deps) *cobra.Command {
 	fl.StringArrayVar(&files, "file-artifact", nil, "a member file artifact, ID or ID:VERSION (repeatable, at least one)")
 	fl.StringVar(&description, "description", "", "free text")
 	fl.BoolVar(&bundled, "bundle", false, "also store every member in one tar.gz")
-	fl.BoolVar(&asJSON, "json", false, "print the stored universe as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	_ = cmd.MarkFlagRequired("file-artifact")
 	return cmd
@@ -79,7 +81,7 @@ func newFileUniversePutCmd(d *deps) *cobra.Command {
 func newFileUniversePutBundledCmd(d *deps) *cobra.Command {
 	var id, dir, description string
 	var concurrency int
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "put-bundled --id ID --file-dir DIR",
 		Short: "Store every file under DIR as universe ID (members ID/<path>, plus one tar.gz)",
@@ -94,7 +96,7 @@ func newFileUniversePutBundledCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return printUniverse(d, u, asJSON)
+				return printUniverse(d, u, out.structured())
 			})
 		},
 	}
@@ -103,7 +105,7 @@ func newFileUniversePutBundledCmd(d *deps) *cobra.Command {
 	fl.StringVar(&dir, "file-dir", "", "the folder to store (required)")
 	fl.StringVar(&description, "description", "", "free text")
 	fl.IntVar(&concurrency, "concurrency", 8, "parallel uploads")
-	fl.BoolVar(&asJSON, "json", false, "print the stored universe as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	_ = cmd.MarkFlagRequired("file-dir")
 	return cmd
@@ -152,12 +154,14 @@ func newFileUniverseGetCmd(d *deps) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&ids, "id", nil, "universe id or id:version (repeatable, required)")
+	addOutputFlag(cmd, formatJSON)
 	cmd.Flags().StringVar(&outputDir, "output-dir", "", "write the files here instead of printing the records")
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
 func newFileUniverseListCmd(d *deps) *cobra.Command {
+	var out *outputFlag
 	var limit int
 	var local bool
 	cmd := &cobra.Command{
@@ -174,29 +178,33 @@ func newFileUniverseListCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tVERSION\tFILES\tCREATED (UTC)")
-				for _, doc := range list {
-					var u artifact.FileArtifactUniverse
-					_ = doc.Decode(&u)
-					fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(u.FileArtifactRefs), registry.FormatMinute(doc.CreatedAt))
+				us := make([]artifact.FileArtifactUniverse, len(list))
+				for i, doc := range list {
+					_ = doc.Decode(&us[i])
 				}
-				return tw.Flush()
+				return out.print(d.stdout, us, func(w io.Writer) error {
+					tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+					fmt.Fprintln(tw, "ID\tVERSION\tFILES\tCREATED (UTC)")
+					for i, doc := range list {
+						fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", doc.ID, doc.Version, len(us[i].FileArtifactRefs), registry.FormatMinute(doc.CreatedAt))
+					}
+					return tw.Flush()
+				})
 			})
 		},
 	}
 	cmd.Flags().IntVar(&limit, "limit", 50, "at most this many")
 	cmd.Flags().BoolVar(&local, "local", false, "list the @local store (bundle artifacts)")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
 func newEnvUniverseGetCmd(d *deps) *cobra.Command {
 	var id, outputDir string
 	cmd := &cobra.Command{
-		Use:   "get --id ID[:VERSION] [--output-dir DIR]",
+		Use:   "get ID[:VERSION] [--output-dir DIR]",
 		Short: "Print an environment universe, or write its data files with --output-dir",
 		Long:  "Print the universe record as JSON, or with --output-dir write each environment's data\nfile to DIR/<environment_name>/<file name>.",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := refFlag(id, 0)
 			if err != nil {
@@ -231,8 +239,8 @@ func newEnvUniverseGetCmd(d *deps) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "universe id or id:version (required)")
+	idArg(cmd, &id, idSpec{noun: "universe", complete: d.completeDocs(registry.Artifacts)})
+	addOutputFlag(cmd, formatJSON)
 	cmd.Flags().StringVar(&outputDir, "output-dir", "", "write the data files here instead of printing the record")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }

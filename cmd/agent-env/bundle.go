@@ -26,7 +26,7 @@ func newBundleCmd(d *deps) *cobra.Command {
 type bundleInitRequest struct {
 	fromTask string
 	name     string
-	asJSON   bool
+	out      *outputFlag
 }
 
 func newBundleInitCmd(d *deps) *cobra.Command {
@@ -47,7 +47,7 @@ func newBundleInitCmd(d *deps) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&req.fromTask, "from-task", "", "the stored task to export: id or id:version (required)")
 	f.StringVar(&req.name, "name", "", "task file name (default: the last segment of the task id)")
-	f.BoolVar(&req.asJSON, "json", false, "print the result as JSON")
+	req.out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("from-task")
 	return cmd
 }
@@ -76,7 +76,7 @@ func bundleInit(cmd *cobra.Command, d *deps, dir string, req bundleInitRequest) 
 		}
 		return err
 	}
-	if req.asJSON {
+	if req.out.structured() {
 		pins := make([]map[string]any, 0, len(res.Pins))
 		for _, p := range res.Pins {
 			pins = append(pins, map[string]any{"step_id": p.StepID, "field": p.Field, "id": p.EntityID, "version": p.Version, "collection": p.Collection})

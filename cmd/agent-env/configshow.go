@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -9,7 +11,7 @@ import (
 // newConfigShowCmd prints the effective configuration with each key's
 // source, secrets masked, warnings for unknown keys first.
 func newConfigShowCmd(d *deps) *cobra.Command {
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "show",
 		Short: "Show the effective configuration and where each value comes from",
@@ -19,13 +21,17 @@ func newConfigShowCmd(d *deps) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return cfg.ShowJSON(d.stdout)
+			if out.structured() {
+				var buf bytes.Buffer
+				if err := cfg.ShowJSON(&buf); err != nil {
+					return err
+				}
+				return printJSON(d, json.RawMessage(buf.Bytes()))
 			}
 			return cfg.Show(d.stdout)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 )
 
@@ -43,7 +44,6 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Build and register an MCP server env (--go-package P | --dockerfile F [--context D] | --image-ref R)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.Metadata, err = parseKV("metadata", meta); err != nil {
@@ -58,12 +58,11 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 	}
 	img.add(cmd)
 	f := cmd.Flags()
-	f.StringVar(&in.ID, "id", "", "env id (required)")
+	idArg(cmd, &in.ID, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
 	f.StringVar(&in.EnvironmentName, "environment-name", "", "environment name (default: derived from the source's card)")
 	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway, or server: deploy the server alone, without a gateway (no triggers, clock or role rules)")
 	f.StringVar(&in.Description, "description", "", "description")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
@@ -73,7 +72,6 @@ func newEnvGatewayPutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Register the gateway image (default: built from the agentenv-gateway binary or source, FROM scratch)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				in := img.in
@@ -90,7 +88,7 @@ func newEnvGatewayPutCmd(d *deps) *cobra.Command {
 		},
 	}
 	img.add(cmd)
-	cmd.Flags().StringVar(&id, "id", envdeploy.DefaultGatewayID, "gateway env id")
+	idArg(cmd, &id, idSpec{noun: "env", optional: true, def: envdeploy.DefaultGatewayID, complete: d.completeDocs(registry.Envs)})
 	return cmd
 }
 
@@ -99,7 +97,6 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Register several MCP server envs behind one gateway",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
 				_, err := s.put.PutMulti(ctx, in)
@@ -108,42 +105,49 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&in.ID, "id", "", "env id (required)")
+	idArg(cmd, &in.ID, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
 	f.StringArrayVar(&in.MCPServers, "mcp-server", nil, "member env id[:version] (repeatable)")
 	f.StringVar(&in.Name, "name", "", "fixed gateway name (default: env + 4 random digits per deploy)")
 	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway (a multi env always deploys behind one)")
 	f.StringVar(&in.Description, "description", "", "description")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
 func newEnvDeployCmd(d *deps) *cobra.Command {
-	var id, sandbox, mode, gateway string
+	var out *outputFlag
+	var id, mode, gateway string
+	var sandbox *sandboxFlags
 	var version, ttl int
 	cmd := &cobra.Command{
 		Use:   "deploy",
 		Short: "Deploy an env (behind a gateway, or alone with env_provider_type server) and print its URLs",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ref, err := versionRef(id, version)
 			if err != nil {
 				return err
 			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
-				shown := sandbox
+				w := d.stdout
+				if out.structured() {
+					w = d.stderr
+				}
+				shown := sandbox.envSpec()
 				if shown == "" {
 					shown = "config default"
 				}
-				fmt.Fprintf(d.stdout, "Sandbox backend: %s\n", shown)
+				fmt.Fprintf(w, "Sandbox backend: %s\n", shown)
 				v := "latest"
 				if version > 0 {
 					v = fmt.Sprint(version)
 				}
-				fmt.Fprintf(d.stdout, "Fetching env: id=%s version=%s...\n", id, v)
-				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandboxSpec(sandbox),
+				fmt.Fprintf(w, "Fetching env: id=%s version=%s...\n", id, v)
+				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandbox.envSpec(),
 					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
 				if err != nil {
 					return err
+				}
+				if out.structured() {
+					return printJSON(d, masked(inst))
 				}
 				fmt.Fprintln(d.stdout, "Deployed!")
 				fmt.Fprintf(d.stdout, "Instance ID: %s\n", inst.InstanceID)
@@ -160,12 +164,12 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&id, "id", "", "env id (required)")
+	idArg(cmd, &id, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
 	f.IntVar(&version, "version", 0, "env version (default: latest)")
-	f.StringVar(&sandbox, "sandbox", "", "sandbox provider spec: local (Docker), docker, process, or a comma fallback chain")
+	sandbox = addSandboxFlags(cmd, "the env")
 	f.IntVar(&ttl, "ttl-seconds", 10800, "time to live, 60..1209600 seconds")
 	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
 	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")
-	_ = cmd.MarkFlagRequired("id")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

@@ -23,7 +23,7 @@ func newEvalCmd(d *deps) *cobra.Command {
 
 func newEvalCreateCmd(d *deps) *cobra.Command {
 	var id string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "create FILE",
 		Short: "Store an eval from a JSON list of tasks",
@@ -32,7 +32,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 			"nothing is stored otherwise. Storing under an existing id adds a version.",
 		Example: "  echo '[{\"task_id\":\"hello\"},{\"task_id\":\"q3\",\"version\":2}]' > eval.json\n" +
 			"  agent-env eval create eval.json --id smoke\n" +
-			"  agent-env eval run --id smoke --k 5",
+			"  agent-env eval run smoke --k 5",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			data, err := os.ReadFile(args[0])
@@ -48,7 +48,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, e)
 				}
 				fmt.Fprintf(d.stdout, "Created eval: id=%s version=%d tasks=%d\n", e.ID, e.Version, len(e.Tasks))
@@ -57,7 +57,7 @@ func newEvalCreateCmd(d *deps) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "eval id (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored eval as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -71,7 +71,9 @@ func newEvalListCmd(d *deps) *cobra.Command {
 type evalRunRequest struct {
 	id, outputDir, agentModel string
 	version, k, concurrency   int
-	asJSON                    bool
+	failUnder                 *failUnder
+	sandbox                   *sandboxFlags
+	out                       *outputFlag
 }
 
 func newEvalRunCmd(d *deps) *cobra.Command {
@@ -84,9 +86,8 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 			"the running runs and waits for their teardowns (a second Ctrl-C stops waiting). Each\n" +
 			"run's context is written to --output-dir. The table gives, per task, the runs, how many\n" +
 			"passed (every verification scored 1), the mean score, pass@1 and pass@k.",
-		Example: "  agent-env eval run --id smoke --k 5 --max-concurrency 4\n" +
-			"  agent-env eval run --id smoke --json > results.json",
-		Args: cobra.NoArgs,
+		Example: "  agent-env eval run smoke --k 5 --max-concurrency 4\n" +
+			"  agent-env eval run smoke --json > results.json",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if req.k < 1 {
 				return fmt.Errorf("--k must be at least 1, got %d", req.k)
@@ -98,14 +99,16 @@ func newEvalRunCmd(d *deps) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.id, "id", "", "eval id (required)")
+	idArg(cmd, &req.id, idSpec{noun: "eval", complete: d.completeDocs(registry.Evals)})
 	f.IntVar(&req.version, "version", 0, "eval version (default latest)")
 	f.IntVar(&req.k, "k", 1, "runs of every task")
 	f.IntVar(&req.concurrency, "max-concurrency", 4, "runs at once, across all tasks")
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
+	f.StringVar(&req.agentModel, "model", "", "alias of --agent-model")
+	req.failUnder = addFailUnder(cmd)
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/evalid=<id>-run<6hex>)")
-	f.BoolVar(&req.asJSON, "json", false, "print the results as JSON on stdout (the run lines go to stderr)")
-	_ = cmd.MarkFlagRequired("id")
+	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
@@ -116,7 +119,7 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	}
 	defer st.Close()
 	lines := d.stdout
-	if req.asJSON {
+	if req.out.structured() {
 		lines = d.stderr
 	}
 	e, err := eval.Load(ctx, st.docsFor(req.id), registry.Ref{ID: req.id, Version: req.version})
@@ -138,7 +141,11 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "evalid="+fileSafe(e.ID)+"-run"+runner.RandomHex(3))
 	}
-	initial := map[string]any{"metadata": map[string]any{"eval_id": e.ID, "eval_version": e.Version}}
+	md := map[string]any{"eval_id": e.ID, "eval_version": e.Version}
+	if uo := sandboxOverrides(req.sandbox); len(uo) > 0 {
+		md["user_overrides"] = uo
+	}
+	initial := map[string]any{"metadata": md}
 	if req.agentModel != "" {
 		initial["agent_model"] = req.agentModel
 	}
@@ -156,11 +163,14 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 		return err
 	}
 	fmt.Fprintf(lines, "Run contexts written to: %s\n", dir)
-	if req.asJSON {
+	if req.out.structured() {
 		if jerr := printJSON(d, evalReportJSON{ID: e.ID, Version: e.Version, OutputDir: dir, Report: rep}); jerr != nil {
 			return jerr
 		}
 	} else {
+		for _, rr := range rep.Runs {
+			printFailing(d.stdout, fmt.Sprintf("%s run %d", rr.Name, rr.Run), rr.Failing)
+		}
 		printEvalTable(d.stdout, rep)
 	}
 	if err != nil {
@@ -169,7 +179,11 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	if rep.Failed() {
 		return errSilent
 	}
-	return nil
+	scores := make([]float64, len(rep.Runs))
+	for i, rr := range rep.Runs {
+		scores[i] = rr.Score
+	}
+	return req.failUnder.check(mean(scores))
 }
 
 // evalReportJSON is what eval run --json prints.

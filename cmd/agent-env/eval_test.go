@@ -46,7 +46,7 @@ func TestEvalCommands(t *testing.T) {
 		`[{"task_id":"ev/always"},{"task_id":"ev/always","version":1}]`: `[1]: task "ev/always" is listed twice (also [0])`,
 		`[{"task_id":"ev/always"},{"task_id":"ev/nope"}]`:               "[1].task_id: unknown task ev/nope",
 		`[{"task_id":"ev/always","version":9}]`:                         "[0].task_id: unknown task ev/always:9",
-		`[{"task":"ev/always"}]`:                                        `[0]: an object with task_id and an optional version: json: unknown field "task"`,
+		`[{"task":"ev/always"}]`:                                        `[0]: an object with task_id and an optional version: unknown field "task"`,
 	}
 	for body, want := range bad {
 		f := filepath.Join(dir, "bad.json")

@@ -14,6 +14,7 @@ import (
 const (
 	exitOK          = 0
 	exitError       = 1
+	exitScoreBelow  = 2   // a run scored below --fail-under
 	exitInterrupted = 130 // SIGINT (Ctrl-C)
 	exitTerminated  = 143 // SIGTERM
 )
@@ -67,6 +68,11 @@ func report(ctx context.Context, err error, stderr io.Writer) int {
 	}
 	if cause := context.Cause(ctx); errors.As(cause, &intr) {
 		return intr.code
+	}
+	var below *scoreBelowError
+	if errors.As(err, &below) {
+		fmt.Fprintf(stderr, "Error: %s\n", below)
+		return exitScoreBelow
 	}
 	if !errors.Is(err, errSilent) {
 		fmt.Fprintf(stderr, "Error: %s\n", oneLine(err.Error()))

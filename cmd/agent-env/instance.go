@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 )
@@ -17,12 +18,14 @@ import (
 // in the deployer call (method expressions, so the receiver comes first).
 type instanceKind struct {
 	noun     string // "env" or "agent", for help text
+	records  registry.Collection
 	get      func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error)
 	teardown func(dep *envdeploy.Deployer, ctx context.Context, id string) error
 }
 
 var envInstances = instanceKind{
-	noun: "env",
+	noun:    "env",
+	records: registry.EnvInstances,
 	get: func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error) {
 		return dep.GetInstance(ctx, id)
 	},
@@ -30,7 +33,8 @@ var envInstances = instanceKind{
 }
 
 var agentInstances = instanceKind{
-	noun: "agent",
+	noun:    "agent",
+	records: registry.A2AAgentInstances,
 	get: func(dep *envdeploy.Deployer, ctx context.Context, id string) (any, error) {
 		return dep.GetAgentInstance(ctx, id)
 	},
@@ -39,29 +43,32 @@ var agentInstances = instanceKind{
 
 func newGetInstanceCmd(d *deps, k instanceKind) *cobra.Command {
 	var id string
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print an " + k.noun + " instance record as JSON",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				inst, err := k.get(s.dep, ctx, id)
 				if err != nil {
 					return err
 				}
-				// The record holds the gateway's control token: shown masked.
-				var doc any
-				raw, _ := json.Marshal(inst)
-				_ = json.Unmarshal(raw, &doc)
-				b, _ := json.MarshalIndent(redact.Mask(doc), "", "  ")
-				fmt.Fprintln(d.stdout, string(b))
-				return nil
+				return out.print(d.stdout, masked(inst), nil)
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
-	cmd.Flags().StringVar(&id, "instance-id", "", "alias of --id")
+	idArg(cmd, &id, idSpec{noun: k.noun + " instance", flags: []string{"id", "instance-id"}, complete: d.completeRecords(k.records)})
+	out = addOutputFlag(cmd, formatJSON)
 	return cmd
+}
+
+// masked is an instance record with its secrets (the gateway's control
+// token) masked, for printing.
+func masked(inst any) any {
+	var doc any
+	raw, _ := json.Marshal(inst)
+	_ = json.Unmarshal(raw, &doc)
+	return redact.Mask(doc)
 }
 
 func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
@@ -69,11 +76,7 @@ func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "teardown",
 		Short: "Remove an " + k.noun + " instance (idempotent)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if id == "" {
-				return fmt.Errorf("--instance-id is required")
-			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				if err := k.teardown(s.dep, ctx, id); err != nil {
 					return err
@@ -83,8 +86,7 @@ func newTeardownCmd(d *deps, k instanceKind) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "instance-id", "", "instance id (required)")
-	cmd.Flags().StringVar(&id, "id", "", "alias of --instance-id")
+	idArg(cmd, &id, idSpec{noun: k.noun + " instance", flags: []string{"instance-id", "id"}, complete: d.completeRecords(k.records)})
 	return cmd
 }
 
@@ -97,11 +99,7 @@ func newEnvRoleTokenCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "role-token",
 		Short: "Print the role credential an agent sends to a deployed env's gateway (a secret)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if id == "" {
-				return fmt.Errorf("--instance-id is required")
-			}
 			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
 				inst, err := s.dep.GetInstance(ctx, id)
 				if err != nil {
@@ -115,7 +113,7 @@ func newEnvRoleTokenCmd(d *deps) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "instance-id", "", "env instance id (required)")
+	idArg(cmd, &id, idSpec{noun: "env instance", flags: []string{"instance-id", "id"}, complete: d.completeRecords(registry.EnvInstances)})
 	cmd.Flags().StringVar(&role, "role", protocol.DefaultRole, "the agent's role")
 	return cmd
 }

@@ -341,7 +341,7 @@ func TestRunKeepListsEnvs(t *testing.T) {
 	}()
 	out.waitFor(t, "Press Ctrl-C to tear down.\n")
 	s := out.String()
-	kept := regexp.MustCompile(`(?m)^  env echo: instance (\S+-[a-z0-9]{8}) on process, folder (\S+)\n    teardown: agent-env env teardown --instance-id (\S+-[a-z0-9]{8})\n`).FindStringSubmatch(s)
+	kept := regexp.MustCompile(`(?m)^  env echo: instance (\S+-[a-z0-9]{8}) on process, folder (\S+)\n    teardown: agent-env env teardown (\S+-[a-z0-9]{8})\n`).FindStringSubmatch(s)
 	if kept == nil || kept[1] != kept[3] || !strings.HasPrefix(kept[2], filepath.Join(c.sandboxDir, "process", "agentenv-process-")) {
 		t.Fatalf("kept env not listed:\n%s\n%s", s, errb)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundles"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
+	"github.com/agentenv/agentenv/runner/steps"
 )
 
 // syncBuffer is a goroutine-safe buffer that signals each write.
@@ -128,7 +129,10 @@ func TestRunHello(t *testing.T) {
 		t.Fatalf("no instance line in:\n%s", out)
 	}
 	got := strings.Replace(secs.ReplaceAllString(out, "Xs"), m[1], "ID", 1)
-	want := `artifacts/greeting: v1 (new)
+	got = strings.NewReplacer(c.stateRoot, "STATE", c.sandboxDir, "SANDBOXES").Replace(got)
+	want := `First run: stored tasks, artifacts and run records live in STATE/agent-env;
+  task sandboxes (work folders) in SANDBOXES. agent-env config show lists every setting.
+artifacts/greeting: v1 (new)
 tasks/hello.json: v1 (new)
 [tasks/hello.json] step 1/3 box (deploy_sandbox)
 [tasks/hello.json] step 1/3 box done in Xs
@@ -147,6 +151,10 @@ Tore down 1 sandbox.
 	}
 	if stderr != "" {
 		t.Errorf("stderr: %s", stderr)
+	}
+	// Only the first run says where the state lives.
+	if _, again, _ := c.run("run", "hello"); strings.Contains(again, "First run") {
+		t.Errorf("second run:\n%s", again)
 	}
 	inst := c.instance(m[1])
 	if inst.Status != runner.StatusCompleted || len(inst.CompletedSteps) != 3 || inst.TaskID != "@local/agentenv-framework/hello/hello" || inst.TaskVersion != 1 {
@@ -286,13 +294,14 @@ func TestTaskCreateRun(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	c := newCLI(t)
+	knownTypes := strings.Join(steps.Builtin().Types(), ", ")
 	dir := t.TempDir()
 	cases := []struct {
 		name, json, want string
 	}{
 		{"malformed", `[{"id":"a","type":"deploy_sandbox"`, "Error: task: JSON syntax error at line 1, column 35: the JSON ends early\n"},
 		{"unknown type", `[{"id":"a","type":"launch"}]`, "Error: step 1 (id \"a\"): field \"type\": Unknown task step type \"launch\"\n" +
-			"unknown step types: launch; a plugin may provide them (agent-env plugin list shows the installed step types)\n"},
+			"unknown step types: launch; a plugin may provide them (agent-env plugin list shows the installed step types) (known: " + knownTypes + ")\n"},
 		{"forward", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":[{"task_step_id":"z"}]},{"id":"z","type":"deploy_sandbox","sandbox_name":"c","sandbox_mode":"vm"}]`,
 			"Error: step 1 (id \"a\"): field \"depends_on[0]\": depends on a later step \"z\" (step 2); only earlier steps may be named\n"},
 		{"missing dep", `[{"id":"a","type":"deploy_sandbox","sandbox_name":"b","sandbox_mode":"vm","depends_on":[{"task_step_id":"nope"}]}]`,
@@ -308,8 +317,10 @@ func TestBadInput(t *testing.T) {
 				"  step 1 (id \"a\"): field \"sandbox_name\": is required\n" +
 				"  step 2 (id \"b\"): field \"type\": Unknown task step type \"launch\"\n" +
 				"  step 3 (id \"c\"): field \"type\": Unknown task step type \"orbit\"\n" +
-				"  unknown step types: launch, orbit; a plugin may provide them (agent-env plugin list shows the installed step types)\n"},
+				"  unknown step types: launch, orbit; a plugin may provide them (agent-env plugin list shows the installed step types) (known: " + knownTypes + ")\n"},
 		{"missing field", `[{"id":"a","type":"deploy_sandbox","sandbox_mode":"vm"}]`, "Error: step 1 (id \"a\"): field \"sandbox_name\": is required\n"},
+		{"typo", `[{"id":"a","type":"deploy_sandbx"}]`, "Error: step 1 (id \"a\"): field \"type\": Unknown task step type \"deploy_sandbx\"; did you mean \"deploy_sandbox\"?\n" +
+			"unknown step types: deploy_sandbx; a plugin may provide them (agent-env plugin list shows the installed step types) (known: " + knownTypes + ")\n"},
 	}
 	for _, tc := range cases {
 		f := writeFile(t, filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".json"), tc.json)

@@ -37,7 +37,7 @@ func (d *deps) configuredPlugins() (*plugin.Registry, error) {
 }
 
 func newPluginListCmd(d *deps) *cobra.Command {
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the built-ins and the plugins with what they provide and their status",
@@ -48,7 +48,7 @@ func newPluginListCmd(d *deps) *cobra.Command {
 				d.logger().Warn("config", "error", cfgErr.Error())
 			}
 			recs := reg.All()
-			if asJSON {
+			if out.structured() {
 				return printJSON(d, recs)
 			}
 			tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
@@ -59,12 +59,12 @@ func newPluginListCmd(d *deps) *cobra.Command {
 			return tw.Flush()
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print a JSON array of plugin records")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
 func newPluginShowCmd(d *deps) *cobra.Command {
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "show NAME",
 		Short: "Show one plugin: kind, version, module, contributions, settings and status",
@@ -75,14 +75,14 @@ func newPluginShowCmd(d *deps) *cobra.Command {
 			if !ok {
 				return fmt.Errorf("no plugin %q (agent-env plugin list shows the installed plugins)", args[0])
 			}
-			if asJSON {
+			if out.structured() {
 				return printJSON(d, r)
 			}
 			printRecord(d.stdout, r)
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plugin record as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 

@@ -13,8 +13,6 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/plugin"
-	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/registry/redact"
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
@@ -37,6 +35,10 @@ type deps struct {
 	getenv func(string) string
 	// verbose is set by -v.
 	verbose bool
+	// logFormat is --log-format: "text" (default) or "json".
+	logFormat string
+	// output is the running command's -o flag (nil: it has none).
+	output *outputFlag
 
 	// plugins is the plugin registry (plugins.go); pluginSet replaces
 	// plugin.Registered (tests).
@@ -62,7 +64,7 @@ func (d *deps) logger() *slog.Logger {
 	if d.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(slog.NewJSONHandler(d.stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: redact.ReplaceAttr}))
+	return slog.New(newLogHandler(d.stderr, d.logFormat, level))
 }
 
 // newRootCmd builds a fresh command tree.
@@ -75,7 +77,7 @@ func newRootCmd(d *deps) *cobra.Command {
 			"  agent-env run hello                      run the built-in hello bundle (no containers, no model)\n" +
 			"  agent-env run                            list the installed bundles and their folders\n" +
 			"  agent-env task create steps.json --id T  store a task (a JSON array of steps)\n" +
-			"  agent-env task run --id T                run a stored task\n" +
+			"  agent-env task run T                     run a stored task\n" +
 			"  agent-env bundle init ./my-T --from-task T   write a stored task as a folder to edit and run\n\n" +
 			"Everything is stored under $XDG_STATE_HOME/agent-env (default ~/.local/state/agent-env);\n" +
 			"settings come from .agentenv/config.toml (see agent-env config show).",
@@ -84,15 +86,22 @@ func newRootCmd(d *deps) *cobra.Command {
 		SilenceUsage:  true,
 		PersistentPreRun: func(cmd *cobra.Command, _ []string) {
 			d.stdout, d.stderr = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			d.output = outputOf(cmd)
+			if err := checkLogFormat(d.logFormat); err != nil {
+				d.logFormat = logText
+				d.logger().Warn(err.Error() + "; logging text")
+			}
 		},
 	}
 	root.PersistentFlags().BoolVarP(&d.verbose, "verbose", "v", false, "log details to stderr")
+	root.PersistentFlags().StringVar(&d.logFormat, "log-format", logText, "log lines on stderr: text (for people) or json (for programs)")
 	root.AddCommand(newRunCmd(d), newTaskCmd(d), newConfigCmd(d), newRegistryCmd(d))
 	root.AddCommand(newEnvCmd(d), newA2AAgentCmd(d), newSandboxCmd(d)) // sandboxes (env.go, agent.go, sandbox.go)
 	root.AddCommand(newEpisodeCmd(d))                                  // episodes (episode.go)
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
 	root.AddCommand(newUpCmd(d))                                       // explorer (up.go)
+	root.AddCommand(newVersionCmd(d))                                  // versioncmd.go
 	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)
 	return root
 }
@@ -115,7 +124,7 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
-		d.logger().Warn("config", "warning", w.String())
+		d.logger().Warn("config: " + w.String())
 	}
 	st, err := d.openStoresFor(ctx, cfg, d.storeRegistry())
 	if err != nil {
@@ -130,11 +139,7 @@ func (d *deps) openStores(ctx context.Context) (*storeSet, error) {
 // (killed, crashed) as abandoned: without it they would stay running
 // forever. Best effort: a failure is logged, the command goes on.
 func (d *deps) markAbandoned(ctx context.Context, st *storeSet) {
-	docs := []registry.DocumentStore{st.Documents}
-	if st.Local != st.Documents {
-		docs = append(docs, st.Local)
-	}
-	for _, ds := range docs {
+	for _, ds := range st.documentStores() {
 		marked, err := runner.MarkAbandoned(ctx, ds, time.Now())
 		for _, inst := range marked {
 			d.logger().Warn("task instance abandoned: the process running it is gone (agent-env sandbox prune removes its sandboxes)",

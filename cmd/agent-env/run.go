@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -21,10 +24,12 @@ import (
 )
 
 type runRequest struct {
-	tasks, evals   []string
-	model, sandbox string
-	keep, dryRun   bool
-	asJSON         bool
+	tasks, evals []string
+	model        string
+	sandbox      *sandboxFlags
+	keep, dryRun bool
+	failUnder    *failUnder
+	out          *outputFlag
 }
 
 func newRunCmd(d *deps) *cobra.Command {
@@ -43,23 +48,31 @@ func newRunCmd(d *deps) *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return listBundles(d)
+				return listBundles(d, req.out)
 			}
 			return runBundle(cmd.Context(), d, args[0], req)
 		},
+	}
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return d.completeBundles(cmd.Context(), toComplete), cobra.ShellCompDirectiveDefault // or a folder
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&req.tasks, "task", nil, "run only this task (repeatable)")
 	f.StringArrayVar(&req.evals, "eval", nil, "run only this eval (repeatable)")
 	f.StringVar(&req.model, "model", "", "agent model for this run")
-	f.StringVar(&req.sandbox, "sandbox", "", "sandbox provider spec for envs, agents and sandboxes")
+	f.StringVar(&req.model, "agent-model", "", "alias of --model")
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
+	req.failUnder = addFailUnder(cmd)
 	f.BoolVar(&req.keep, "keep", false, "keep the sandboxes and wait for Ctrl-C instead of tearing down")
 	f.BoolVar(&req.dryRun, "dry-run", false, "check and print what would be written and run, writing nothing")
-	f.BoolVar(&req.asJSON, "json", false, "print the result as JSON on stdout (the step lines go to stderr)")
+	req.out = addOutputFlag(cmd, formatTable)
 	return cmd
 }
 
-func listBundles(d *deps) error {
+func listBundles(d *deps, out *outputFlag) error {
 	all, err := bundle.Installed(d.bundles)
 	if err != nil {
 		return err
@@ -76,35 +89,56 @@ func listBundles(d *deps) error {
 			d.logger().Warn("could not export the installed bundles", "dir", dir, "error", err)
 		}
 	}
-	tw := tabwriter.NewWriter(d.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")
+	type row struct {
+		Name        string `json:"name"`
+		Package     string `json:"package"`
+		Contents    string `json:"contents"`
+		Description string `json:"description"`
+		Dir         string `json:"dir"`
+	}
+	rows := make([]row, 0, len(all))
 	for _, b := range all {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", b.Name, b.Package, b.Contents(), b.Description)
-		fmt.Fprintf(tw, "  %s\t\t\t\n", b.Dir)
+		rows = append(rows, row{b.Name, b.Package, b.Contents(), b.Description, b.Dir})
 	}
-	if err := tw.Flush(); err != nil {
+	return out.print(d.stdout, rows, func(w io.Writer) error {
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tPACKAGE\tCONTENTS\tDESCRIPTION")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", r.Name, r.Package, r.Contents, r.Description)
+			fmt.Fprintf(tw, "  %s\t\t\t\n", r.Dir)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		_, err := fmt.Fprintln(w, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.")
 		return err
-	}
-	fmt.Fprintln(d.stdout, "Run one with agent-env run NAME. To change one, copy its folder and run the copy.")
-	return nil
+	})
 }
 
 func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if len(req.evals) > 0 && len(req.tasks) > 0 {
 		return errors.New("--task and --eval exclude each other: select tasks or evals")
 	}
-	if req.asJSON && (req.keep || req.dryRun) {
+	if req.out.structured() && (req.keep || req.dryRun) {
 		return errors.New("--json cannot be combined with --keep or --dry-run")
 	}
 	b, err := bundle.Locate(arg, d.bundles)
 	if err != nil {
 		return err
 	}
+	firstUse := d.stateMissing()
 	st, err := d.openStores(ctx)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if firstUse {
+		w := d.stdout
+		if req.out.structured() {
+			w = d.stderr
+		}
+		d.printStateHome(w)
+	}
 	r := runner.New(&runner.Options{Steps: d.steps(), Logger: d.logger()})
 	bst := st.bundleStores()
 	if req.dryRun {
@@ -129,7 +163,7 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 		return nil
 	}
 	lines := d.stdout
-	if req.asJSON {
+	if req.out.structured() {
 		lines = d.stderr
 	}
 	m, err := bundle.Materialise(ctx, b, bst, r.Steps(), lines, nil)
@@ -142,7 +176,8 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
 	defer prog.Close()
 	rep, err := bundle.Run(ctx, r, d.services(ctx, st, registry.LocalPrefix), m, &bundle.RunOptions{
-		Tasks: req.tasks, Model: req.model, Sandbox: req.sandbox, Keep: req.keep,
+		Tasks: req.tasks, Model: req.model, Sandbox: sandboxSpec(req.sandbox.both), Keep: req.keep,
+		EnvSandbox: sandboxSpec(req.sandbox.env), AgentSandbox: sandboxSpec(req.sandbox.agent),
 		Documents: st.Local, Out: prog.Writer(lines),
 		OnStepStart: func(file string, i, n int, sd *runner.StepDef) {
 			prog.Start(file+"|"+sd.ID, fmt.Sprintf("[%s] step %d/%d %s (%s)", file, i+1, n, sd.ID, sd.Type))
@@ -153,7 +188,11 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if err != nil {
 		return err
 	}
-	if req.asJSON && !req.keep {
+	var scores []float64
+	for _, rc := range rep.Contexts() {
+		scores = append(scores, runScore(rc))
+	}
+	if req.out.structured() && !req.keep {
 		if err := printJSON(d, runReportJSON(m, rep)); err != nil {
 			return err
 		}
@@ -176,7 +215,28 @@ func runBundle(ctx context.Context, d *deps, arg string, req runRequest) error {
 	if rep.Failed() {
 		return errSilent
 	}
-	return nil
+	return req.failUnder.check(mean(scores))
+}
+
+// stateMissing reports whether the state root does not exist yet: the
+// first command to use it says where it is.
+func (d *deps) stateMissing() bool {
+	root, err := registry.StateRoot()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(root)
+	return errors.Is(err, fs.ErrNotExist)
+}
+
+// printStateHome says where a first run keeps its state.
+func (d *deps) printStateHome(w io.Writer) {
+	root, err := registry.StateRoot()
+	if err != nil {
+		return
+	}
+	fmt.Fprintf(w, "First run: stored tasks, artifacts and run records live in %s;\n", root)
+	fmt.Fprintf(w, "  task sandboxes (work folders) in %s. agent-env config show lists every setting.\n", d.sandboxRoot())
 }
 
 // printKept lists what --keep left running: every env, agent and sandbox
@@ -198,9 +258,9 @@ func printKept(d *deps, rep *bundle.Report) {
 		for _, sb := range rc.Held() {
 			id, typ := sb.ID(), sb.Type()
 			if is, ok := sb.(*runner.InstanceSandbox); ok {
-				name, cmd := envs[id], "agent-env env teardown --instance-id "+is.InstanceID
+				name, cmd := envs[id], "agent-env env teardown "+is.InstanceID
 				if is.Kind == "agent" {
-					name, cmd = agents[id], "agent-env a2a-agent teardown --instance-id "+is.InstanceID
+					name, cmd = agents[id], "agent-env a2a-agent teardown "+is.InstanceID
 				}
 				fmt.Fprintf(d.stdout, "  %s %s: instance %s on %s, %s\n", is.Kind, name, is.InstanceID, typ, d.groupPlace(typ, id))
 				fmt.Fprintf(d.stdout, "    teardown: %s\n", cmd)

@@ -45,7 +45,8 @@ func runBundleEvals(ctx context.Context, d *deps, r *runner.Runner, st *storeSet
 	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
 	defer prog.Close()
 	runs, skipped, err := bundle.RunEvals(ctx, r, d.services(ctx, st, registry.LocalPrefix), m, req.evals, &bundle.RunOptions{
-		Model: req.model, Sandbox: req.sandbox, Documents: st.Local, Out: prog.Writer(lines),
+		Model: req.model, Sandbox: sandboxSpec(req.sandbox.both), EnvSandbox: sandboxSpec(req.sandbox.env), AgentSandbox: sandboxSpec(req.sandbox.agent),
+		Documents: st.Local, Out: prog.Writer(lines),
 		OnStepStart: func(label string, i, n int, sd *runner.StepDef) {
 			prog.Start(label+"|"+sd.ID, fmt.Sprintf("[%s] step %d/%d %s (%s)", label, i+1, n, sd.ID, sd.Type))
 		},
@@ -53,7 +54,7 @@ func runBundleEvals(ctx context.Context, d *deps, r *runner.Runner, st *storeSet
 	})
 	prog.Close()
 	failed := false
-	if req.asJSON {
+	if req.out.structured() {
 		out := make([]evalReportJSON, 0, len(runs))
 		for _, er := range runs {
 			out = append(out, evalReportJSON{ID: er.Eval.Entity.ID, Version: er.Eval.Entity.Version, Report: er.Report})

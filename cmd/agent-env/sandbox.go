@@ -64,15 +64,11 @@ func newSandboxCmd(d *deps) *cobra.Command {
 // exist. Env and agent groups of those runs carry owner labels, so the
 // label prune already removed them.
 func (d *deps) pruneAbandoned(ctx context.Context, st *storeSet) ([]string, error) {
-	docs := []registry.DocumentStore{st.Documents}
-	if st.Local != st.Documents {
-		docs = append(docs, st.Local)
-	}
 	providers := d.sandboxProviders(local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()}), st.StoreID())
 	svc := &runner.Services{Sandboxes: providers}
 	var removed []string
 	var errs []error
-	for _, ds := range docs {
+	for _, ds := range st.documentStores() {
 		recs, err := ds.QueryRecords(ctx, registry.TaskInstances, &registry.RecordQuery{Where: map[string]any{"status": runner.StatusAbandoned}})
 		if err != nil {
 			errs = append(errs, err)

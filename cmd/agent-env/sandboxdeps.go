@@ -1,11 +1,14 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
@@ -37,6 +40,46 @@ func (s *envSession) Close() {
 // sandboxSpec maps the reference's "local" (its local Docker topology)
 // to our backends; "" keeps the config default.
 func sandboxSpec(spec string) string { return strings.TrimSpace(spec) }
+
+// sandboxFlags are the sandbox flags of every command that deploys:
+// --sandbox sets the provider of envs, agents and task sandboxes alike;
+// --env-sandbox and --agent-sandbox set one side and win over --sandbox.
+type sandboxFlags struct{ both, env, agent string }
+
+func addSandboxFlags(cmd *cobra.Command, what string) *sandboxFlags {
+	s := &sandboxFlags{}
+	f := cmd.Flags()
+	f.StringVar(&s.both, "sandbox", "", "sandbox provider spec for "+what+": local (Docker), docker, process, or a comma fallback chain")
+	f.StringVar(&s.env, "env-sandbox", "", "sandbox provider spec for envs (over --sandbox)")
+	f.StringVar(&s.agent, "agent-sandbox", "", "sandbox provider spec for agents (over --sandbox)")
+	for _, name := range []string{"sandbox", "env-sandbox", "agent-sandbox"} {
+		_ = cmd.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(config.SandboxProviders(), cobra.ShellCompDirectiveNoFileComp))
+	}
+	return s
+}
+
+// envSpec is the provider spec for envs, agentSpec for agents ("" = the
+// configured default).
+func (s *sandboxFlags) envSpec() string   { return sandboxSpec(cmp.Or(s.env, s.both)) }
+func (s *sandboxFlags) agentSpec() string { return sandboxSpec(cmp.Or(s.agent, s.both)) }
+
+// sandboxOverrides are the user_overrides of a run context the flags set.
+func sandboxOverrides(s *sandboxFlags) map[string]any {
+	uo := map[string]any{}
+	if s == nil {
+		return uo
+	}
+	if v := sandboxSpec(s.both); v != "" {
+		uo["sandbox"] = v
+	}
+	if v := s.envSpec(); v != "" {
+		uo["env_sandbox"] = v
+	}
+	if v := s.agentSpec(); v != "" {
+		uo["agent_sandbox"] = v
+	}
+	return uo
+}
 
 // openEnvSession opens the stores owning id and the sandbox backends.
 func (d *deps) openEnvSession(ctx context.Context, id string) (*envSession, error) {

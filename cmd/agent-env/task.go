@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,7 +22,8 @@ func newTaskCmd(d *deps) *cobra.Command {
 
 func newTaskCreateCmd(d *deps) *cobra.Command {
 	var id string
-	var skip, asJSON bool
+	var skip bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:     "create FILE",
 		Aliases: []string{"put"},
@@ -38,11 +38,11 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 			"    \"criteria\":[{\"type\":\"bash_cmd_succeeds\",\"bash_cmd\":\"true\"}]}]\n" +
 			"  JSON\n" +
 			"  agent-env task create steps.json --id my-task\n" +
-			"  agent-env task run --id my-task",
+			"  agent-env task run my-task",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if asJSON {
+			if out.structured() {
 				return taskCreateJSON(ctx, d, id, args[0], skip)
 			}
 			fmt.Fprintf(d.stdout, "Reading steps from %s...\n", args[0])
@@ -82,7 +82,7 @@ func newTaskCreateCmd(d *deps) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&id, "id", "", "task id (required)")
 	cmd.Flags().BoolVar(&skip, "skip-validation", false, "save even when preflight finds problems")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the stored task (or the preflight problems) as JSON")
+	out = addOutputFlag(cmd, formatTable)
 	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
@@ -166,18 +166,17 @@ func taskProblems(d *deps, err error) error {
 
 func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 	var id string
-	var asJSON bool
+	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get-instance",
 		Short: "Print a task instance (a run record)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
 				inst, err := runner.GetInstance(ctx, st.docsFor(id), id)
 				if err != nil {
 					return err
 				}
-				if asJSON {
+				if out.structured() {
 					return printJSON(d, inst)
 				}
 				completed := "-"
@@ -200,26 +199,7 @@ func newTaskGetInstanceCmd(d *deps) *cobra.Command {
 			})
 		},
 	}
-	cmd.Flags().StringVar(&id, "id", "", "instance id (required)")
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the whole instance record as JSON")
-	_ = cmd.MarkFlagRequired("id")
+	idArg(cmd, &id, idSpec{noun: "task instance", flags: []string{"id", "instance-id"}, complete: d.completeRecords(registry.TaskInstances)})
+	out = addOutputFlag(cmd, formatTable)
 	return cmd
-}
-
-func printJSON(d *deps, v any) error {
-	var b []byte
-	var err error
-	if raw, ok := v.(json.RawMessage); ok {
-		var anyv any
-		if err := json.Unmarshal(raw, &anyv); err != nil {
-			return err
-		}
-		v = anyv
-	}
-	b, err = json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(d.stdout, string(b))
-	return err
 }

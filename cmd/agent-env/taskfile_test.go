@@ -56,4 +56,8 @@ func TestRunHelloOnProcessSandbox(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "tasks/hello.json v1: passed (hello: 1)") || !strings.Contains(out, "Tore down 1 sandbox.") {
 		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
 	}
+	// A process run never talks about Docker or a local image registry.
+	if all := strings.ToLower(out + stderr); strings.Contains(all, "docker") || strings.Contains(all, "localhost:5000") {
+		t.Errorf("a --sandbox process run mentions Docker:\n%s\n%s", out, stderr)
+	}
 }

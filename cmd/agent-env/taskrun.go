@@ -23,11 +23,13 @@ type taskRunRequest struct {
 	agentModel, agentArtifactID          string
 	litellmKey, judgeKey                 string
 	trajectoryFilter, noTrajectoryFilter bool
-	a2aAgentID, agentSandbox, envSandbox string
+	a2aAgentID                           string
+	sandbox                              *sandboxFlags
 	gatewayEnvID, serviceDBEnvID         string
 	envStateType, envStateInstanceID     string
 	seeds                                string // run-batch: the seeds CSV
 	concurrency                          int    // run-batch: runs at once
+	failUnder                            *failUnder
 }
 
 func newTaskRunCmd(d *deps) *cobra.Command { return taskRunCmd(d, false) }
@@ -39,7 +41,6 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run a stored task (never tears down; see agent-env run for bundles)",
-		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if batch && req.concurrency < 1 {
 				return fmt.Errorf("--concurrency must be at least 1, got %d", req.concurrency)
@@ -54,7 +55,7 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&req.id, "id", "", "task id (required)")
+	idArg(cmd, &req.id, idSpec{noun: "task", complete: d.completeDocs(registry.Tasks)})
 	f.IntVar(&req.version, "version", 0, "task version (default latest)")
 	f.StringVar(&req.outputDir, "output-dir", "", "where run contexts are written (default /tmp/taskid=<id>-run<6hex>)")
 	if batch {
@@ -67,6 +68,8 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 		f.IntVar(&req.k, "k", 1, "run N times concurrently (one run group)")
 	}
 	f.StringVar(&req.agentModel, "agent-model", "", "agent model override")
+	f.StringVar(&req.agentModel, "model", "", "alias of --agent-model")
+	req.failUnder = addFailUnder(cmd)
 	f.StringVar(&req.agentArtifactID, "agent-artifact-id", "", "agent artifact override")
 	f.IntVar(&req.startStep, "start-step", 0, "resume: treat steps before N (0-based) as done")
 	f.StringVar(&req.contextJSON, "context-json", "", "resume: the saved context to start from")
@@ -75,13 +78,11 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	f.BoolVar(&req.trajectoryFilter, "apply-trajectory-filter", false, "filter trajectories given to judges")
 	f.BoolVar(&req.noTrajectoryFilter, "no-trajectory-filter", false, "do not filter trajectories")
 	f.StringVar(&req.a2aAgentID, "a2a-agent-id", "", "agent id override")
-	f.StringVar(&req.agentSandbox, "agent-sandbox", "", "sandbox provider spec for agents")
-	f.StringVar(&req.envSandbox, "env-sandbox", "", "sandbox provider spec for envs")
+	req.sandbox = addSandboxFlags(cmd, "envs, agents and sandboxes")
 	f.StringVar(&req.gatewayEnvID, "gateway-env-id", "", "gateway env override")
 	f.StringVar(&req.serviceDBEnvID, "service-db-env-id", "", "service DB env override")
 	f.StringVar(&req.envStateType, "env-state-type", "", "env state provider type")
 	f.StringVar(&req.envStateInstanceID, "env-state-instance-id", "", "env state instance")
-	_ = cmd.MarkFlagRequired("id")
 	return cmd
 }
 
@@ -95,8 +96,9 @@ func (req taskRunRequest) overrides(filterSet bool) map[string]any {
 	set("litellm_api_key", req.litellmKey)
 	set("judge_litellm_api_key", req.judgeKey)
 	set("a2a_agent_id", req.a2aAgentID)
-	set("agent_sandbox", req.agentSandbox)
-	set("env_sandbox", req.envSandbox)
+	for k, v := range sandboxOverrides(req.sandbox) {
+		uo[k] = v
+	}
 	set("gateway_env_id", req.gatewayEnvID)
 	set("service_db_env_id", req.serviceDBEnvID)
 	set("env_state_type", req.envStateType)
@@ -250,7 +252,14 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 		fmt.Fprintf(d.stdout, "%d/%d runs completed, %d/%d failed.\n", n-failed, n, failed, n)
 		return errSilent
 	}
-	return firstErr
+	if firstErr != nil {
+		return firstErr
+	}
+	scores := make([]float64, len(runs))
+	for i, rn := range runs {
+		scores[i] = runScore(rn.rc)
+	}
+	return req.failUnder.check(mean(scores))
 }
 
 // reattachSaved holds, in the one run resumed from a saved context, the env
@@ -317,6 +326,11 @@ func runTaskOnce(ctx context.Context, r *runner.Runner, t *runner.Task, rc *runn
 	werr := os.WriteFile(path, append(b, '\n'), 0o644)
 	if err == nil && res.Status == runner.StatusCompleted {
 		print("Task completed!\n")
+	}
+	if s, ok := rc.MeanScore(); ok && s < 1 {
+		var b strings.Builder
+		printFailing(&b, "", rc.FailingRows())
+		print("%s", b.String())
 	}
 	if werr == nil {
 		print("Task context written to: %s\n", path)

@@ -170,18 +170,18 @@ x = 1
 	}
 	joined := strings.Join(all, "\n")
 	for _, want := range []string{
-		"config.toml:2: unknown table [sandbx]: did you mean [sandbox]?",
-		"unknown key bse_url in [model]: did you mean base_url?",
-		"unknown key imp in a [stores.<kind>] table (want impl and config): did you mean impl?",
+		"config.toml:2: unknown table [sandbx]; did you mean [sandbox]?",
+		`unknown key "bse_url" in [model]; did you mean "base_url"?`,
+		`unknown key "imp" in a [stores.<kind>] table (want impl and config); did you mean "impl"?`,
 		"unknown table [totally_unrelated_table]",
-		"unknown key pth in [stores.document.config] (the local document store reads path, local_path): did you mean path?",
-		"unknown environment variable AGENT_ENV_DOCUMNT_STORE: did you mean AGENT_ENV_DOCUMENT_STORE?",
+		`unknown key "pth" in [stores.document.config] (the local document store reads path, local_path); did you mean "path"?`,
+		`unknown environment variable AGENT_ENV_DOCUMNT_STORE; did you mean "AGENT_ENV_DOCUMENT_STORE"?`,
 	} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("missing warning %q in:\n%s", want, joined)
 		}
 	}
-	if strings.Contains(joined, "totally_unrelated_table]: did you mean") {
+	if strings.Contains(joined, "totally_unrelated_table]; did you mean") {
 		t.Errorf("a far-off name got a suggestion:\n%s", joined)
 	}
 	if c.Sandbox.Default != "local" || c.Stores.Document.Impl != "local" {
@@ -222,7 +222,9 @@ file_path = ".agentenv/secrets.yaml"
 func TestBadFiles(t *testing.T) {
 	cases := []struct{ name, body, want string }{
 		{"syntax", "[model\nx = 1\n", "config.toml:1"},
-		{"type", "[runner.config]\nworkers = \"many\"\n", "workers"},
+		{"type", "[runner.config]\nworkers = \"many\"\n", "runner.config.workers: must be an integer, got a TOML string"},
+		{"type of a string", "[sandbox]\ndefault = 3\n", "sandbox.default: must be a string, got a TOML integer"},
+		{"unknown default", "[sandbox]\ndefault = \"proces\"\n", `unknown sandbox provider "proces"`},
 		{"agents strict", "[agents]\ndefault_a2a_agent_id = \"a\"\nother = 1\n", "[agents] accepts only default_a2a_agent_id"},
 		{"reserved params", "[model.params]\nmessages = []\n", "model.params.messages: reserved key"},
 		{"unknown impl", "[stores]\ndocument = \"postgress\"\n", "did you mean postgres?"},

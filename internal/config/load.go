@@ -9,9 +9,13 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/agentenv/agentenv/internal/decodeerr"
+	"github.com/agentenv/agentenv/internal/didyoumean"
 )
 
 // Options tunes Load. A nil *Options means defaults.
@@ -53,7 +57,11 @@ func (w Warning) String() string {
 	}
 	b.WriteString(w.Message)
 	if w.Suggestion != "" {
-		b.WriteString(": did you mean " + w.Suggestion + "?")
+		s := w.Suggestion
+		if !strings.HasPrefix(s, "[") {
+			s = strconv.Quote(s)
+		}
+		b.WriteString("; did you mean " + s + "?")
 	}
 	return b.String()
 }
@@ -252,9 +260,9 @@ func decodeErr(path string, err error) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		row, _ := de.Position()
-		return &Error{File: path, Line: row, Key: strings.Join(de.Key(), "."), Msg: de.Error(), Err: err}
+		return &Error{File: path, Line: row, Key: strings.Join(de.Key(), "."), Msg: decodeerr.TOML(de), Err: err}
 	}
-	return &Error{File: path, Msg: err.Error(), Err: err}
+	return &Error{File: path, Msg: decodeerr.TOML(err), Err: err}
 }
 
 // unknown records a warning (with a suggestion) for an unknown key; in
@@ -279,9 +287,9 @@ func (c *Config) unknown(path string, line int, key []string, raw map[string]any
 			w.Suggestion = "[" + strings.Join(append(append([]string{}, parent...), s), ".") + "]"
 		}
 	} else {
-		w.Message = "unknown key " + dotted
+		w.Message = "unknown key " + strconv.Quote(dotted)
 		if len(parent) > 0 {
-			w.Message = "unknown key " + name + " in [" + strings.Join(parent, ".") + "]"
+			w.Message = "unknown key " + strconv.Quote(name) + " in [" + strings.Join(parent, ".") + "]"
 		}
 		if s := suggest(name, cands); s != "" {
 			w.Suggestion = s
@@ -381,40 +389,4 @@ func tomlName(f reflect.StructField) string {
 }
 
 // suggest returns the candidate closest to name, if it is close enough.
-func suggest(name string, cands []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range cands {
-		if d := levenshtein(strings.ToLower(name), strings.ToLower(c)); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	limit := 2
-	if l := len(name) / 3; l > limit {
-		limit = l
-	}
-	if bestD <= limit {
-		return best
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
-}
+func suggest(name string, cands []string) string { return didyoumean.Closest(name, cands) }

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -49,7 +50,7 @@ func (s *StoreSpec) UnmarshalTOML(data []byte) error {
 	if errors.As(err, &sm) {
 		for _, de := range sm.Errors {
 			name := strings.Join(de.Key(), ".")
-			w := Warning{Key: name, Message: "unknown key " + name + " in a [stores.<kind>] table (want impl and config)"}
+			w := Warning{Key: name, Message: "unknown key " + strconv.Quote(name) + " in a [stores.<kind>] table (want impl and config)"}
 			w.Suggestion = suggest(name, []string{"impl", "config"})
 			s.problems = append(s.problems, w)
 		}

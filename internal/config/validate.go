@@ -44,7 +44,7 @@ func (c *Config) checkStoreConfigKeys() {
 				continue
 			}
 			w := Warning{File: c.File, Key: "stores." + kind + ".config." + k,
-				Message: fmt.Sprintf("unknown key %s in [stores.%s.config] (the %s %s store reads %s)", k, kind, spec.Impl, kind, strings.Join(known, ", "))}
+				Message: fmt.Sprintf("unknown key %q in [stores.%s.config] (the %s %s store reads %s)", k, kind, spec.Impl, kind, strings.Join(known, ", "))}
 			w.Suggestion = suggest(k, known)
 			c.Warnings = append(c.Warnings, w)
 		}

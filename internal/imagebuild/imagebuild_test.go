@@ -121,3 +121,29 @@ func TestBuildGoFailureCarriesLogTail(t *testing.T) {
 		t.Fatalf("build failure: %v", err)
 	}
 }
+
+// A build with Progress says what it compiles, line by line, into any
+// writer (a pipe as well as a terminal).
+func TestBuildGoProgressLines(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles")
+	}
+	dir := t.TempDir()
+	_ = os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module tiny\n\ngo 1.22\n"), 0o644)
+	_ = os.MkdirAll(filepath.Join(dir, "inner"), 0o755)
+	// A fresh constant, so the build cache cannot skip the package (go
+	// build -v names only the packages it compiles).
+	nonce := strings.ReplaceAll(dir, `\`, "/")
+	_ = os.WriteFile(filepath.Join(dir, "inner", "inner.go"), []byte("package inner\n\nconst Nonce = \""+nonce+"\"\n\nfunc N() int { return len(Nonce) }\n"), 0o644)
+	_ = os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nimport \"tiny/inner\"\n\nfunc main() { _ = inner.N() }\n"), 0o644)
+	var progress bytes.Buffer
+	if _, err := imagebuild.BuildGo(context.Background(), ".", t.TempDir(), &imagebuild.GoOptions{Dir: dir, Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	out := progress.String()
+	for _, want := range []string{"Building . (go build;", "  compiling tiny/inner\n", "Built .\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -29,6 +29,9 @@ type RunOptions struct {
 	Tasks   []string // task names (--task); empty = every task
 	Model   string   // agent model override (--model)
 	Sandbox string   // sets env_sandbox, agent_sandbox and sandbox (--sandbox)
+	// EnvSandbox and AgentSandbox set env_sandbox and agent_sandbox alone,
+	// over Sandbox (--env-sandbox, --agent-sandbox).
+	EnvSandbox, AgentSandbox string
 	// Concurrency bounds parallel task runs; 0 = 4.
 	Concurrency int
 	// Keep skips teardown; the caller tears down with Report.Teardown.
@@ -145,8 +148,13 @@ func Run(ctx context.Context, r *runner.Runner, svc *runner.Services, m *Materia
 	rep.Runs = runs
 
 	out.Printf("\nTasks:\n")
-	for _, tr := range runs {
+	for i, tr := range runs {
 		out.Printf("  %s\n", tr.SummaryLine())
+		if tr.Outcome == ScoredBelow {
+			for _, fr := range rep.contexts[i].FailingRows() {
+				out.Printf("%s", fr.Text("    "))
+			}
+		}
 	}
 	for _, s := range skipped {
 		out.Printf("  %s: skipped\n", s)
@@ -170,6 +178,12 @@ func initialContext(group string, o RunOptions) map[string]any {
 	uo := map[string]any{}
 	if o.Sandbox != "" {
 		uo["env_sandbox"], uo["agent_sandbox"], uo["sandbox"] = o.Sandbox, o.Sandbox, o.Sandbox
+	}
+	if o.EnvSandbox != "" {
+		uo["env_sandbox"] = o.EnvSandbox
+	}
+	if o.AgentSandbox != "" {
+		uo["agent_sandbox"] = o.AgentSandbox
 	}
 	if len(uo) > 0 {
 		md["user_overrides"] = uo

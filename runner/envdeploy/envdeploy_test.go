@@ -101,6 +101,11 @@ func TestDeriveAndValidateNames(t *testing.T) {
 	if n, err := envdeploy.DeriveEnvironmentName(envdeploy.ImageInput{GoPackage: "./examples/envs/echo/cmd/echo-env", GoDir: root}); err != nil || n != "echo" {
 		t.Errorf("from Go source: %q %v", n, err)
 	}
+	// --go-package . in the package's folder: a relative path walks up too.
+	t.Chdir(filepath.Join(root, "examples", "envs", "echo", "cmd", "echo-env"))
+	if n, err := envdeploy.DeriveEnvironmentName(envdeploy.ImageInput{GoPackage: "."}); err != nil || n != "echo" {
+		t.Errorf("from --go-package .: %q %v", n, err)
+	}
 	df := filepath.Join(t.TempDir(), "Dockerfile")
 	_ = os.WriteFile(df, []byte("FROM scratch\nENV ENVIRONMENT_NAME=items\n"), 0o644)
 	if n, err := envdeploy.DeriveEnvironmentName(envdeploy.ImageInput{Dockerfile: df}); err != nil || n != "items" {

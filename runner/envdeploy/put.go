@@ -152,7 +152,7 @@ func (p *Putter) buildImage(ctx context.Context, artifactID string, in ImageInpu
 			}
 		}
 		if bin == "" {
-			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir}); err != nil {
+			if bin, err = imagebuild.BuildGo(ctx, in.GoPackage, filepath.Join(tmp, "bin"), &imagebuild.GoOptions{Dir: in.GoDir, Progress: p.Out}); err != nil {
 				return nil, err
 			}
 		}
@@ -295,14 +295,14 @@ func (p *Putter) PutMCPServer(ctx context.Context, in MCPServerInput) (*Env, err
 		return nil, err
 	}
 	artifactID := registry.EnvImageArtifactID(in.ID)
-	p.printf("Building MCP server Docker image...")
+	p.printf("Building MCP server image (FROM scratch)...")
 	img := imagebuild.Image{Env: map[string]string{"MCP_HOST": "0.0.0.0", "MCP_PORT": "18765", "ENVIRONMENT_NAME": name},
 		ExposedPorts: []int{MCPPort}}
 	res, err := p.buildImage(ctx, artifactID, in.Image, img, "MCP server image of env "+in.ID)
 	if err != nil {
 		return nil, err
 	}
-	p.printf("Creating DockerImageArtifact...")
+	p.printf("Creating image artifact...")
 	p.printf("Created artifact: id=%s version=%d", res.image.ID, res.image.Version)
 	p.printf("Creating MCPServerEnv...")
 	e := Env{ID: in.ID, Type: TypeMCPServer, EnvironmentName: name, ServiceName: name, EnvProviderType: in.EnvProviderType,
@@ -339,7 +339,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 	if err := in.validate(); err != nil {
 		return nil, err
 	}
-	p.printf("Building gateway Docker image...")
+	p.printf("Building gateway image (FROM scratch)...")
 	img := imagebuild.Image{Env: map[string]string{"MCP_HOST": "0.0.0.0", "MCP_PORT": "18765"}, ExposedPorts: []int{MCPPort},
 		Entrypoint: "/agentenv-gateway"}
 	artifactID := registry.EnvImageArtifactID(id)
@@ -358,7 +358,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 		return nil, err
 	}
 	e.Version = d.Version
-	p.printf("Created GatewayServerEnv: id=%s version=%d image=%s", e.ID, e.Version, e.ImageName)
+	p.printf("Created GatewayServerEnv: id=%s version=%d", e.ID, e.Version)
 	return &e, nil
 }
 
@@ -436,13 +436,13 @@ func (p *Putter) PutAgent(ctx context.Context, in AgentInput) (*Agent, error) {
 		return nil, err
 	}
 	artifactID := registry.AgentImageArtifactID(in.ID)
-	p.printf("Building Docker image...")
+	p.printf("Building agent image...")
 	img := imagebuild.Image{Env: map[string]string{"A2A_HOST": "0.0.0.0", "A2A_PORT": "8000"}, ExposedPorts: []int{A2APort}}
 	res, err := p.buildImage(ctx, artifactID, in.Image, img, "image of A2A agent "+in.ID)
 	if err != nil {
 		return nil, err
 	}
-	p.printf("Creating DockerImageArtifact...")
+	p.printf("Creating image artifact...")
 	p.printf("Created artifact: id=%s version=%d", res.image.ID, res.image.Version)
 	p.printf("Registering A2A agent...")
 	a := Agent{ID: in.ID, Type: TypeA2AAgent, DockerImageArtifactRef: refOf(res.image.Header), ImageName: res.image.ImageName,
@@ -478,8 +478,13 @@ func DeriveEnvironmentName(in ImageInput) (string, error) {
 			return string(m[1]), nil
 		}
 	case in.GoPackage != "":
-		dir := filepath.Join(in.GoDir, filepath.FromSlash(in.GoPackage))
-		for i := 0; i < 3 && dir != "." && dir != "/"; i++ {
+		// Absolute first: "." (the package in the working directory) and
+		// other relative paths walk up like an absolute one.
+		dir, err := filepath.Abs(filepath.Join(in.GoDir, filepath.FromSlash(in.GoPackage)))
+		if err != nil {
+			break
+		}
+		for i := 0; i < 3 && dir != filepath.Dir(dir); i++ {
 			files, _ := filepath.Glob(filepath.Join(dir, "*.go"))
 			for _, f := range files {
 				if strings.HasSuffix(f, "_test.go") {

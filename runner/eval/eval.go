@@ -10,6 +10,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/agentenv/agentenv/internal/decodeerr"
 	"github.com/agentenv/agentenv/registry"
 )
 
@@ -52,7 +53,7 @@ func invalid(file, field, format string, args ...any) error {
 func ParseJSON(file string, data []byte) ([]TaskRef, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, invalid(file, "(top level)", "a JSON list of {\"task_id\": ..., \"version\": ...} objects: %v", err)
+		return nil, invalid(file, "(top level)", "a JSON list of {\"task_id\": ..., \"version\": ...} objects: %s", decodeerr.JSON(data, err))
 	}
 	refs := make([]TaskRef, 0, len(raw))
 	for i, r := range raw {
@@ -64,7 +65,7 @@ func ParseJSON(file string, data []byte) ([]TaskRef, error) {
 		dec.DisallowUnknownFields()
 		field := fmt.Sprintf("[%d]", i)
 		if err := dec.Decode(&e); err != nil {
-			return nil, invalid(file, field, "an object with task_id and an optional version: %v", err)
+			return nil, invalid(file, field, "an object with task_id and an optional version: %s", decodeerr.JSON(nil, err))
 		}
 		ref, err := taskRef(file, field, e.TaskID, e.Version)
 		if err != nil {
@@ -117,7 +118,12 @@ func ParseTOML(file string, data []byte) (*BundleEval, error) {
 		if errors.As(err, &sm) {
 			return nil, invalid(file, "(top level)", "unknown key(s): %s (known: tasks, type, id)", strings.Join(missingKeys(sm), ", "))
 		}
-		return nil, invalid(file, "(top level)", "%v", err)
+		var de *toml.DecodeError
+		if errors.As(err, &de) {
+			row, col := de.Position()
+			return nil, invalid(file, "(top level)", "line %d, column %d: %s", row, col, decodeerr.TOML(de))
+		}
+		return nil, invalid(file, "(top level)", "%s", decodeerr.TOML(err))
 	}
 	if doc.Tasks == nil {
 		return nil, invalid(file, "tasks", "required: tasks = [\"name\", {task = \"name\", version = 2}, ...]")

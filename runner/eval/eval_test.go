@@ -61,7 +61,7 @@ func TestParse(t *testing.T) {
 	}{
 		"json not a list":   {true, `{"task_id":"a"}`, "e.json: (top level): a JSON list"},
 		"json no task_id":   {true, `[{"version":1}]`, "e.json: [0].task_id: required"},
-		"json unknown key":  {true, `[{"task_id":"a","versoin":1}]`, `e.json: [0]: an object with task_id and an optional version: json: unknown field "versoin"`},
+		"json unknown key":  {true, `[{"task_id":"a","versoin":1}]`, `e.json: [0]: an object with task_id and an optional version: unknown field "versoin"`},
 		"json bad version":  {true, `[{"task_id":"a","version":0}]`, "e.json: [0].version: a version is 1 or more"},
 		"json twice":        {true, `[{"task_id":"a"},{"task_id":"a","version":2}]`, `e.json: [1]: task "a" is listed twice (also [0])`},
 		"json empty":        {true, `[]`, "e.json: (top level): an eval lists at least one task"},

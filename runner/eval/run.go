@@ -69,9 +69,11 @@ type RunResult struct {
 	Score       float64 `json:"score"`
 	Error       string  `json:"error,omitempty"`
 	ContextFile string  `json:"context_file,omitempty"`
-	Seconds     float64 `json:"seconds"`
-	TornDown    int     `json:"torn_down"`
-	started     bool
+	// Failing are the verifier rows that scored below 1.
+	Failing  []runner.FailingRow `json:"failing_rows,omitempty"`
+	Seconds  float64             `json:"seconds"`
+	TornDown int                 `json:"torn_down"`
+	started  bool
 }
 
 // TaskStats are the scores of one task over its runs. PassAt1 and PassAtK
@@ -193,6 +195,7 @@ func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, grou
 	rr.TornDown = n
 	rr.Seconds = time.Since(started).Seconds()
 	rr.Outcome, rr.Score, rr.Error = outcome(res, err, rc)
+	rr.Failing = rc.FailingRows()
 	if o.OutputDir != "" {
 		path := filepath.Join(o.OutputDir, fmt.Sprintf("%s_run%d_%s.json", fileSafe(job.Task.ID), rr.Run, runner.RandomHex(4)))
 		b, _ := json.MarshalIndent(rc.SafeSnapshot(), "", "  ")
@@ -244,19 +247,16 @@ func outcome(res *runner.Result, err error, rc *runner.RunContext) (string, floa
 			return Failed, 0, fmt.Sprintf("step %q: %s", f.StepID, f.Error)
 		}
 	}
-	vs := rc.Verifications()
-	if len(vs) == 0 {
+	mean, ok := rc.MeanScore()
+	if !ok {
 		return NotPassed, 0, "no verification"
 	}
-	sum, all := 0.0, true
-	for _, v := range vs {
-		sum += v.Score
-		all = all && v.Score >= 1
+	for _, v := range rc.Verifications() {
+		if v.Score < 1 {
+			return NotPassed, mean, ""
+		}
 	}
-	if all {
-		return Passed, sum / float64(len(vs)), ""
-	}
-	return NotPassed, sum / float64(len(vs)), ""
+	return Passed, mean, ""
 }
 
 // stats scores each task over its runs that started.
