@@ -55,7 +55,9 @@ func (f *fixture) deploy(t *testing.T, js string) (*runner.RunContext, sandbox.S
 	t.Helper()
 	rc := runner.NewRunContext(map[string]any{"task_id": "t", "instance_id": "i"}, f.svc)
 	t.Cleanup(func() { _, _ = f.r.TeardownRun(context.Background(), rc, 0) })
-	f.run(t, rc, "["+js+"]")
+	if err := f.run(t, rc, "["+js+"]"); err != nil {
+		t.Fatalf("deploying the sandbox: %v", err)
+	}
 	_, sb, err := rc.Sandbox(context.Background(), "box")
 	if err != nil {
 		t.Fatal(err)
