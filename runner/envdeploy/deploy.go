@@ -166,6 +166,13 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 	case TypeMCPServer:
 		members = []*Env{e}
 	case TypeMulti:
+		// Deploying only the MCP members would hand agents an env without
+		// the websites its tasks were written for, and its scores would
+		// look real; refuse instead until website envs deploy.
+		if len(e.WebsiteEnvRefs) > 0 {
+			return nil, &registry.InvalidError{Field: "website_envs", Value: e.WebsiteEnvRefs[0].String(),
+				Reason: "multi env " + e.ID + " lists website envs, which this build cannot deploy yet; deploy a multi env of mcp_server_envs only"}
+		}
 		for _, r := range e.MCPServerRefs {
 			m, err := d.Stores.getEnv(ctx, r)
 			if err != nil {

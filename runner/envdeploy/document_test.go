@@ -3,6 +3,7 @@ package envdeploy_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
+	"github.com/agentenv/agentenv/runner/sandbox/process"
 )
 
 func asJSON(v any) string { b, _ := json.Marshal(v); return string(b) }
@@ -206,5 +208,27 @@ func TestNamespacedIDsMapToImageNames(t *testing.T) {
 	if _, err := p.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "@local/pkg/hello/Items", EnvironmentName: "items",
 		Image: envdeploy.ImageInput{Binary: bins.Echo}}); err != nil {
 		t.Errorf("PutMCPServer(@local/...): %v", err)
+	}
+}
+
+// A multi env that lists website envs is refused at deploy, naming the
+// field, instead of deploying its MCP servers alone: a run against it
+// would score an env missing the websites its tasks need.
+func TestDeployRefusesMultiWithWebsites(t *testing.T) {
+	st := envdeploytest.NewStores(t)
+	ctx := context.Background()
+	body := `{"type":"multi","mcp_server_envs":[{"id":"mail","version":1,"type":"mcp_server"}],
+		"website_envs":[{"id":"shop","version":1,"type":"website"}]}`
+	if _, err := st.Docs.Put(ctx, registry.Envs, "office", json.RawMessage(body), nil); err != nil {
+		t.Fatal(err)
+	}
+	proc := process.New(t.TempDir(), nil)
+	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"process": proc}}
+	_, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "office"}, Sandbox: "process"})
+	if !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), "website_envs") || !strings.Contains(err.Error(), "shop") {
+		t.Fatalf("deploy of a multi env with websites: %v", err)
+	}
+	if left := proc.Groups(); len(left) != 0 {
+		t.Errorf("left %v", left)
 	}
 }
