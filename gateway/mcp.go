@@ -101,7 +101,26 @@ type inSession struct {
 type sessionTable struct {
 	mu sync.RWMutex
 	m  map[string]*inSession
+	// register tells mcp-go of a new session (placeholderSession).
+	register func(key string)
 }
+
+// placeholderSession is what mcp-go holds for an inbound session. mcp-go
+// registers a session of its own after answering initialize unless one is
+// registered already; its own keeps a 100-slot notification channel and
+// three request channels, about 10 KB per session (88% of a held session's
+// heap), for messages the gateway never sends through mcp-go: list_changed
+// goes on the gateway's listening stream (listen.go). It is never
+// initialized, so mcp-go sends it nothing; requests mcp-go answers (ping,
+// notifications/initialized) get a short-lived session of mcp-go's own.
+type placeholderSession struct{ key string }
+
+var _ server.ClientSession = (*placeholderSession)(nil)
+
+func (p *placeholderSession) Initialize()                                         {}
+func (p *placeholderSession) Initialized() bool                                   { return false }
+func (p *placeholderSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (p *placeholderSession) SessionID() string                                   { return p.key }
 
 var errUnknownSession = errors.New("unknown session")
 
@@ -112,6 +131,9 @@ func (t *sessionTable) Generate() string {
 	t.mu.Lock()
 	t.m[key] = &inSession{key: key, role: protocol.DefaultRole, created: time.Now()}
 	t.mu.Unlock()
+	if t.register != nil {
+		t.register(key)
+	}
 	return key
 }
 
@@ -176,6 +198,9 @@ func newMCPFront(g *Gateway) *mcpFront {
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
 	)
+	f.sessions.register = func(key string) {
+		_ = f.srv.RegisterSession(context.Background(), &placeholderSession{key: key})
+	}
 	f.http = server.NewStreamableHTTPServer(f.srv,
 		server.WithSessionIdManager(f.sessions),
 		server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
