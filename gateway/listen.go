@@ -139,15 +139,11 @@ func (f *mcpFront) detach(sess *inSession, st *listenStream) {
 // listen serves a GET on /mcp for a known session: the standing stream of
 // server-to-client messages.
 func (f *mcpFront) listen(w http.ResponseWriter, r *http.Request, sess *inSession) {
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("Connection", "keep-alive")
 	// A GET that carries a body would leave it unread on the connection.
 	if r.ProtoAtLeast(1, 1) && !r.ProtoAtLeast(2, 0) && (r.ContentLength == 0 || r.Body == http.NoBody) {
 		conn, rw, err := http.NewResponseController(w).Hijack()
 		if err == nil {
-			f.listenHijacked(conn, rw.Reader.Buffered(), h, sess)
+			f.listenHijacked(conn, rw.Reader.Buffered(), w.Header(), sess)
 			return
 		}
 		if !errors.Is(err, http.ErrNotSupported) {
@@ -159,6 +155,7 @@ func (f *mcpFront) listen(w http.ResponseWriter, r *http.Request, sess *inSessio
 		return
 	}
 	st := &listenStream{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	streamHeader(w.Header())
 	w.WriteHeader(http.StatusOK)
 	if http.NewResponseController(w).Flush() != nil {
 		return
@@ -199,6 +196,7 @@ func (f *mcpFront) listen(w http.ResponseWriter, r *http.Request, sess *inSessio
 func (f *mcpFront) listenHijacked(conn net.Conn, buffered int, h http.Header, sess *inSession) {
 	var head bytes.Buffer
 	head.WriteString("HTTP/1.1 200 OK\r\n")
+	streamHeader(h)
 	h.Set("Date", time.Now().UTC().Format(http.TimeFormat))
 	h.Set("Transfer-Encoding", "chunked")
 	_ = h.Write(&head)
@@ -210,9 +208,18 @@ func (f *mcpFront) listenHijacked(conn net.Conn, buffered int, h http.Header, se
 		_ = conn.Close()
 		return
 	}
+	// The reader is counted before the stream can be seen, and never once
+	// endStreams waits (a WaitGroup must not grow while it is waited on).
+	f.readersMu.Lock()
+	if f.closing.Load() {
+		f.readersMu.Unlock()
+		_ = conn.Close()
+		return
+	}
+	f.readers.Add(1)
+	f.readersMu.Unlock()
 	st := &listenStream{conn: conn}
 	f.attach(sess, st)
-	f.readers.Add(1)
 	go func() {
 		defer f.readers.Done()
 		var b [1]byte
@@ -222,6 +229,13 @@ func (f *mcpFront) listenHijacked(conn net.Conn, buffered int, h http.Header, se
 		st.mu.Unlock()
 		f.detach(sess, st)
 	}()
+}
+
+// streamHeader sets the header of a listening stream's answer.
+func streamHeader(h http.Header) {
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("Connection", "keep-alive")
 }
 
 // canFlush reports whether w, or a ResponseWriter it wraps, can flush.
@@ -241,7 +255,9 @@ func canFlush(w http.ResponseWriter) bool {
 // endStreams ends every session's listening stream and waits for their
 // readers (the gateway is closing).
 func (f *mcpFront) endStreams() {
+	f.readersMu.Lock()
 	f.closing.Store(true)
+	f.readersMu.Unlock()
 	for _, s := range f.sessions.all() {
 		s.mu.Lock()
 		st := s.stream

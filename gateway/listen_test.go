@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -177,5 +178,32 @@ func TestListeningSessionExpires(t *testing.T) {
 	}
 	if n := len(tg.mcp.sessions.all()); n != 0 {
 		t.Fatalf("%d sessions held after expiry", n)
+	}
+}
+
+// plainWriter is a ResponseWriter that can neither flush nor hijack.
+type plainWriter struct {
+	h    http.Header
+	code int
+}
+
+func (p *plainWriter) Header() http.Header         { return p.h }
+func (p *plainWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (p *plainWriter) WriteHeader(code int)        { p.code = code }
+
+// Where the answer can neither be taken from net/http nor flushed, a
+// listening stream is refused with 405, as the transport always did.
+func TestListeningStreamUnsupported(t *testing.T) {
+	tg := startGateway(t, &Config{}, nil)
+	sid := mcpInit(t, tg.URL)
+	req := httptest.NewRequest(http.MethodGet, "/mcp", nil)
+	req.Header.Set(protocol.HeaderMCPSessionID, sid)
+	w := &plainWriter{h: http.Header{}}
+	tg.Handler().ServeHTTP(w, req)
+	if w.code != http.StatusMethodNotAllowed {
+		t.Fatalf("GET /mcp on a writer that cannot stream: %d, want 405", w.code)
+	}
+	if n := tg.mcp.streams(); n != 0 {
+		t.Fatalf("%d streams held", n)
 	}
 }

@@ -47,9 +47,11 @@ type mcpFront struct {
 	// tools/call, for notifications/cancelled.
 	inflight sync.Map
 	// closing is set when the front closes: listening streams (listen.go)
-	// end, and readers counts their goroutines.
-	closing atomic.Bool
-	readers sync.WaitGroup
+	// end, and readers counts their goroutines (readersMu orders its
+	// growth before the wait).
+	closing   atomic.Bool
+	readersMu sync.Mutex
+	readers   sync.WaitGroup
 }
 
 // errCancelledByClient is the cause of a call the agent cancelled.
