@@ -183,7 +183,10 @@ func TestAbandonedSessionsMemory(t *testing.T) {
 		}
 		left := heap() - before
 		t.Logf("%d abandoned sessions: %.1f MB held, %.1f MB after expiry", sessions, float64(held)/1e6, float64(left)/1e6)
-		if left > held/4 {
+		// What is left is mostly the heap's own noise (about 0.4 MB): a
+		// session table entry or mcp-go state per session that expiry
+		// missed would leave far more than 1 MB.
+		if left > max(held/4, 1<<20) {
 			t.Errorf("expiry gave back too little: %d bytes held before, %d after", held, left)
 		}
 	})
