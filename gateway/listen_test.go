@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/agentenv/agentenv/protocol"
 )
@@ -205,5 +209,21 @@ func TestListeningStreamUnsupported(t *testing.T) {
 	}
 	if n := tg.mcp.streams(); n != 0 {
 		t.Fatalf("%d streams held", n)
+	}
+}
+
+// mcp-go holds the gateway's placeholder for a session, not a session of
+// its own (about 10 KB of channels each): it reports the session as never
+// initialized, where its own would take the notification.
+func TestMCPGoKeepsNoSessionState(t *testing.T) {
+	tg := startGateway(t, &Config{}, nil)
+	sid := mcpInit(t, tg.URL)
+	err := tg.mcp.srv.SendNotificationToSpecificClient(sid, string(mcp.MethodNotificationToolsListChanged), nil)
+	if !errors.Is(err, server.ErrSessionNotInitialized) {
+		t.Fatalf("mcp-go's session for an initialized session: %v, want its placeholder (%v)", err, server.ErrSessionNotInitialized)
+	}
+	// mcp-go still answers what it serves on the session.
+	if st, _, b := rawHTTP(t, tg.URL, "POST", "/mcp", []hdr{{protocol.HeaderMCPSessionID, sid}}, `{"jsonrpc":"2.0","id":3,"method":"ping"}`); st != http.StatusOK || !strings.Contains(string(b), `"result":{}`) {
+		t.Fatalf("ping = %d %s", st, b)
 	}
 }
