@@ -111,6 +111,10 @@ func serveBenchProcess(role, target string) int {
 			runtime.ReadMemStats(&m)
 			fmt.Fprintf(w, `{"heap":%d,"stack":%d,"goroutines":%d}`, m.HeapInuse, m.StackInuse, runtime.NumGoroutine())
 		})
+		mux.HandleFunc("GET /_bench/heap", func(w http.ResponseWriter, r *http.Request) {
+			runtime.GC()
+			_ = pprof.Lookup("heap").WriteTo(w, 0)
+		})
 		h = mux
 		base += "/mcp"
 	case "relay":

@@ -22,6 +22,9 @@ import (
 // (two connections per session) and not part of the test run:
 //
 //	go test -run '^$' -bench BenchmarkHeldSessions -benchtime 1x ./gateway
+//
+// AGENTENV_BENCH_HEAPPROFILE=<file> saves the gateway's heap profile while
+// every session is held.
 func BenchmarkHeldSessions(b *testing.B) {
 	n := envInt("AGENTENV_SESSIONS", 16384)
 	child := startBenchProcess(b, "child", "")
@@ -96,6 +99,10 @@ func BenchmarkHeldSessions(b *testing.B) {
 		return s.StatusCode == http.StatusOK
 	})
 	rss1, ms1 := gw.rss(b), gw.memstats(b)
+	if path := os.Getenv("AGENTENV_BENCH_HEAPPROFILE"); path != "" {
+		// Where the held sessions' heap goes (go tool pprof -top).
+		gw.heapProfile(b, path)
+	}
 	answered := each(func(i int) bool {
 		if ids[i] == "" {
 			return false
@@ -117,6 +124,23 @@ func BenchmarkHeldSessions(b *testing.B) {
 	b.ReportMetric(100*float64(min(opened, answered))/float64(n), "%ok")
 	if opened != n || answered != n {
 		b.Errorf("%d of %d sessions opened, %d answered", opened, n, answered)
+	}
+}
+
+// heapProfile saves a heap profile of a gateway benchmark process.
+func (p *benchProcess) heapProfile(b *testing.B, path string) {
+	resp, err := http.Get(strings.TrimSuffix(p.URL, "/mcp") + "/_bench/heap")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		b.Fatal(err)
 	}
 }
 

@@ -297,12 +297,16 @@ func (tg *testGateway) mcpClient(t testing.TB, roleName string) *mcpClient {
 	}
 	// The client opens its listening GET stream on its own schedule (a GET
 	// before the session exists is refused, and mcp-go retries after a
-	// second). A notification sent before the stream is open is lost, so
-	// tests that wait for one must not start before it is.
+	// second). Tests that count notifications start once it is open.
 	id := mc.c.GetTransport().GetSessionId()
 	waitFor(t, "the client's listening stream", func() bool {
 		s := tg.mcp.sessions.get(id)
-		return s != nil && s.activity.busy.Load() > 0
+		if s == nil {
+			return false
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.stream != nil
 	})
 	return mc
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,6 +46,12 @@ type mcpFront struct {
 	// inflight maps session key + request id to the cancel of a running
 	// tools/call, for notifications/cancelled.
 	inflight sync.Map
+	// closing is set when the front closes: listening streams (listen.go)
+	// end, and readers counts their goroutines (readersMu orders its
+	// growth before the wait).
+	closing   atomic.Bool
+	readersMu sync.Mutex
+	readers   sync.WaitGroup
 }
 
 // errCancelledByClient is the cause of a call the agent cancelled.
@@ -86,6 +93,8 @@ type inSession struct {
 	view    uint64
 	listed  bool
 	created time.Time
+	// stream is the session's listening GET stream (listen.go), if open.
+	stream *listenStream
 	// activity is for idle expiry (sessionexpiry.go).
 	activity sessionActivity
 }
@@ -94,7 +103,26 @@ type inSession struct {
 type sessionTable struct {
 	mu sync.RWMutex
 	m  map[string]*inSession
+	// register tells mcp-go of a new session (placeholderSession).
+	register func(key string)
 }
+
+// placeholderSession is what mcp-go holds for an inbound session. mcp-go
+// registers a session of its own after answering initialize unless one is
+// registered already; its own keeps a 100-slot notification channel and
+// three request channels, about 10 KB per session (88% of a held session's
+// heap), for messages the gateway never sends through mcp-go: list_changed
+// goes on the gateway's listening stream (listen.go). It is never
+// initialized, so mcp-go sends it nothing; requests mcp-go answers (ping,
+// notifications/initialized) get a short-lived session of mcp-go's own.
+type placeholderSession struct{ key string }
+
+var _ server.ClientSession = (*placeholderSession)(nil)
+
+func (p *placeholderSession) Initialize()                                         {}
+func (p *placeholderSession) Initialized() bool                                   { return false }
+func (p *placeholderSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return nil }
+func (p *placeholderSession) SessionID() string                                   { return p.key }
 
 var errUnknownSession = errors.New("unknown session")
 
@@ -105,6 +133,9 @@ func (t *sessionTable) Generate() string {
 	t.mu.Lock()
 	t.m[key] = &inSession{key: key, role: protocol.DefaultRole, created: time.Now()}
 	t.mu.Unlock()
+	if t.register != nil {
+		t.register(key)
+	}
 	return key
 }
 
@@ -115,10 +146,22 @@ func (t *sessionTable) Validate(id string) (bool, error) {
 	return false, nil
 }
 
+// Terminate forgets the session (its DELETE, idle expiry, or mcp-go
+// unregistering it) and ends its listening stream.
 func (t *sessionTable) Terminate(id string) (bool, error) {
 	t.mu.Lock()
+	s := t.m[id]
 	delete(t.m, id)
 	t.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		st := s.stream
+		s.stream = nil
+		s.mu.Unlock()
+		if st != nil {
+			st.end()
+		}
+	}
 	return false, nil
 }
 
@@ -145,15 +188,6 @@ func newMCPFront(g *Gateway) *mcpFront {
 	f := &mcpFront{g: g, sessions: &sessionTable{m: map[string]*inSession{}}}
 	hooks := &server.Hooks{}
 	hooks.AddOnRegisterSession(func(_ context.Context, s server.ClientSession) {
-		if is := f.sessions.get(s.SessionID()); is != nil {
-			is.mu.Lock()
-			if !is.listed {
-				// The view a fresh session starts from; a tools/list that
-				// already ran (the client can be ahead of this hook) wins.
-				is.view = f.viewHash(is.role)
-			}
-			is.mu.Unlock()
-		}
 		// A new session retries a discovery that has not succeeded yet.
 		if !g.reg.discovered() {
 			go g.ensureDiscovery(g.life)
@@ -166,6 +200,9 @@ func newMCPFront(g *Gateway) *mcpFront {
 		server.WithToolCapabilities(true),
 		server.WithHooks(hooks),
 	)
+	f.sessions.register = func(key string) {
+		_ = f.srv.RegisterSession(context.Background(), &placeholderSession{key: key})
+	}
 	f.http = server.NewStreamableHTTPServer(f.srv,
 		server.WithSessionIdManager(f.sessions),
 		server.WithStreamableHTTPProtocolVersions(supportedMCPVersions...),
@@ -176,6 +213,7 @@ func newMCPFront(g *Gateway) *mcpFront {
 }
 
 func (f *mcpFront) close() {
+	f.endStreams()
 	ctx, cancel := context.WithTimeout(context.Background(), 3e9)
 	defer cancel()
 	_ = f.http.Shutdown(ctx)
@@ -226,9 +264,14 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rpcRefuse(w, aerr.status, aerr.msg)
 		return
 	}
-	// The request keeps its session from idling out (sessionexpiry.go).
+	// The request keeps its session from idling out (sessionexpiry.go); a
+	// listening stream only when it opens.
 	sess := f.sessions.beginRequest(r.Header.Get(protocol.HeaderMCPSessionID))
-	defer f.sessions.endRequest(sess)
+	if r.Method == http.MethodGet {
+		f.sessions.endRequest(sess)
+	} else {
+		defer f.sessions.endRequest(sess)
+	}
 	// A session keeps the role it was initialized with: a request without
 	// a role speaks for it, one naming another role is refused.
 	if sess != nil {
@@ -244,6 +287,12 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// mcp-go would open a stream for a session it never issued, and
 		// answers DELETE of an unknown session with success.
 		if (r.Method == http.MethodGet || r.Method == http.MethodDelete) && f.session(w, r) == nil {
+			return
+		}
+		// The listening stream is the gateway's own (listen.go); mcp-go
+		// still answers the versions it refuses.
+		if r.Method == http.MethodGet && f.versionOK(r) {
+			f.listen(w, r, sess)
 			return
 		}
 		f.http.ServeHTTP(w, r)
@@ -311,7 +360,7 @@ func (f *mcpFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if single && msg.Method == string(mcp.MethodInitialize) {
 		// Bind the caller's role to the session this initialize creates.
-		w = &bindWriter{ResponseWriter: w, sessions: f.sessions, role: who.role}
+		w = &bindWriter{ResponseWriter: w, sessions: f.sessions, viewHash: f.viewHash, role: who.role}
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	r.ContentLength = int64(len(body))
@@ -334,6 +383,7 @@ func rpcRefuse(w http.ResponseWriter, status int, msg string) {
 type bindWriter struct {
 	http.ResponseWriter
 	sessions *sessionTable
+	viewHash func(role string) uint64
 	role     string
 	done     bool
 }
@@ -344,8 +394,14 @@ func (b *bindWriter) bind() {
 	}
 	b.done = true
 	if s := b.sessions.get(b.Header().Get(protocol.HeaderMCPSessionID)); s != nil {
+		view := b.viewHash(b.role)
 		s.mu.Lock()
 		s.role = b.role
+		if !s.listed {
+			// The view a fresh session starts from: list_changed is
+			// owed only for changes after this.
+			s.view = view
+		}
 		s.mu.Unlock()
 	}
 }
@@ -668,54 +724,30 @@ func (f *mcpFront) notifyChanged() {
 			h = f.viewHash(role)
 			hashes[role] = h
 		}
-		// Only a young session can be ahead of its registration; older
-		// ones that cannot take notifications never initialized.
-		if !f.notifyOne(s, h) && time.Since(s.created) < 10*time.Second {
-			go f.retryNotify(s)
-		}
+		f.notifyOne(s, h)
 	}
 }
 
-// notifyOne notifies s if its view differs from h; it reports false when
-// the notification could not be delivered yet (mcp-go registers a session
-// only after the initialize answer is written, so a fast client can be
-// ahead of its registration).
-func (f *mcpFront) notifyOne(s *inSession, h uint64) bool {
+// notifyOne sends list_changed on the listening stream of s if its view
+// differs from h. A session without a stream is told when it opens one
+// (attach), since MCP sends such notifications on that stream only.
+func (f *mcpFront) notifyOne(s *inSession, h uint64) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.view == h {
-		return true
-	}
-	if err := f.srv.SendNotificationToSpecificClient(s.key, string(mcp.MethodNotificationToolsListChanged), nil); err != nil {
-		return errors.Is(err, server.ErrNotificationChannelBlocked) // blocked: drop, nothing better to do
+	st := s.stream
+	if s.view == h || st == nil {
+		s.mu.Unlock()
+		return
 	}
 	s.view = h
-	return true
-}
-
-// retryNotify retries a notification that could not be delivered, for up
-// to 5 s, while the session exists.
-func (f *mcpFront) retryNotify(s *inSession) {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(5 * time.Second)
-	for {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			return
-		case <-f.g.life.Done():
-			return
-		}
-		if f.sessions.get(s.key) == nil {
-			return
-		}
+	s.mu.Unlock()
+	// Written outside the session's lock: a slow client's write does not
+	// hold up the session's requests.
+	if !st.send(listChangedEvent) {
 		s.mu.Lock()
-		role := s.role
-		s.mu.Unlock()
-		if f.notifyOne(s, f.viewHash(role)) {
-			return
+		if s.view == h {
+			s.view = 0 // not told: the next stream is
 		}
+		s.mu.Unlock()
 	}
 }
 

@@ -15,14 +15,17 @@ import (
 // A session with no request in progress and none for
 // Config.SessionIdleTimeout is ended as its DELETE would end it; its next
 // request gets 404, the MCP answer that tells a client to initialize again.
+// An open listening stream does not keep a session: the official go-sdk
+// client holds one for as long as the client object lives, used or not, so
+// such a session would otherwise never end. Expiry ends the stream too.
 
 // sessionActivity is what idle expiry knows of one inbound session.
 type sessionActivity struct {
 	// last is when a request on the session last started or ended (unix
 	// nanoseconds); 0 means none since the session was created.
 	last atomic.Int64
-	// busy counts its requests in progress, a GET listening stream
-	// included: a session that is listening is not idle.
+	// busy counts its requests in progress; a GET listening stream counts
+	// only while it opens.
 	busy atomic.Int32
 }
 
