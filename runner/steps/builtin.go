@@ -20,6 +20,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
 	"github.com/agentenv/agentenv/runner/steps/registerenvtriggers"
 	"github.com/agentenv/agentenv/runner/steps/resetenv"
+	"github.com/agentenv/agentenv/runner/steps/review"
 	"github.com/agentenv/agentenv/runner/steps/rubricsverifier"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
@@ -49,5 +50,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(rubricsverifier.StepInfo())
 	r.Register(collectartifacts.StepInfo())
 	r.Register(applyserverconfig.StepInfo())
+	r.Register(review.StepInfo())
 	return r
 }
