@@ -22,6 +22,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/resetenv"
 	"github.com/agentenv/agentenv/runner/steps/review"
 	"github.com/agentenv/agentenv/runner/steps/rubricsverifier"
+	"github.com/agentenv/agentenv/runner/steps/runcode"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
@@ -51,5 +52,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(collectartifacts.StepInfo())
 	r.Register(applyserverconfig.StepInfo())
 	r.Register(review.StepInfo())
+	r.Register(runcode.StepInfo())
 	return r
 }
