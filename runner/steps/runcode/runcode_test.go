@@ -176,12 +176,12 @@ func TestRunCodeFailures(t *testing.T) {
 	f.file(t, "slow", "slow.sh", "#!/bin/sh\nexec sleep 30\n")
 	f.universe(t, "two", map[string]string{"a.py": "", "b.py": ""})
 	for task, want := range map[string]string{
-		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"boom"}`:                        "ValueError: no way",
-		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"notjson"}`:                     "the result is not JSON",
+		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"boom"}`:                       "ValueError: no way",
+		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"notjson"}`:                    "the result is not JSON",
 		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"slow","timeout_seconds":0.2}`: "timed out after 200ms",
-		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"two"}`:                         "set script_file to one of a.py, b.py",
-		`{"id":"x","type":"run_code","sandbox_name":"nope","script_artifact_id":"boom"}`:                       `sandbox_name: no sandbox named "nope"`,
-		`{"id":"x","type":"run_code","script_artifact_id":"boom"}`:                                             `agent_name: no agent named "default-agent"`,
+		`{"id":"x","type":"run_code","sandbox_name":"box","script_artifact_id":"two"}`:                        "set script_file to one of a.py, b.py",
+		`{"id":"x","type":"run_code","sandbox_name":"nope","script_artifact_id":"boom"}`:                      `sandbox_name: no sandbox named "nope"`,
+		`{"id":"x","type":"run_code","script_artifact_id":"boom"}`:                                            `agent_name: no agent named "default-agent"`,
 	} {
 		rc, err := f.run(t, `[{"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},`+task+`]`)
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -214,15 +214,15 @@ func TestRunCodeAgentWithoutExec(t *testing.T) {
 // a missing artifact is found at preflight.
 func TestRunCodeBadInput(t *testing.T) {
 	for js, want := range map[string]string{
-		`[{"id":"c","type":"run_code"}]`:                                                           `step 1 (id "c"): field "script_artifact_id": is required`,
-		`[{"id":"c","type":"run_code","script_artifact_id":5}]`:                                    `step 1 (id "c"): field "script_artifact_id": must be a string, got a number`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","args":"x"}]`:                       `step 1 (id "c"): field "args": must be an object, got a string`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","timeout_seconds":-1}]`:             `step 1 (id "c"): field "timeout_seconds": must be positive`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","env_id":"e","agent_name":"a"}]`:    `step 1 (id "c"): field "env_id": give one of env_id, agent_name and sandbox_name`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","script_file":"../x.py"}]`:          `step 1 (id "c"): field "script_file": must be a relative path`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","entrypoint":"not a name"}]`:        `step 1 (id "c"): field "entrypoint": must be a function name`,
+		`[{"id":"c","type":"run_code"}]`:                                                          `step 1 (id "c"): field "script_artifact_id": is required`,
+		`[{"id":"c","type":"run_code","script_artifact_id":5}]`:                                   `step 1 (id "c"): field "script_artifact_id": must be a string, got a number`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","args":"x"}]`:                      `step 1 (id "c"): field "args": must be an object, got a string`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","timeout_seconds":-1}]`:            `step 1 (id "c"): field "timeout_seconds": must be positive`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","env_id":"e","agent_name":"a"}]`:   `step 1 (id "c"): field "env_id": give one of env_id, agent_name and sandbox_name`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","script_file":"../x.py"}]`:         `step 1 (id "c"): field "script_file": must be a relative path`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","entrypoint":"not a name"}]`:       `step 1 (id "c"): field "entrypoint": must be a function name`,
 		`[{"id":"c","type":"run_code","script_artifact_id":"s","script_artifact_version":"one"}]`: `step 1 (id "c"): field "script_artifact_version": must be`,
-		`[{"id":"c","type":"run_code","script_artifact_id":"s","script":"x"}]`:                     `step 1 (id "c"): field "script"`,
+		`[{"id":"c","type":"run_code","script_artifact_id":"s","script":"x"}]`:                    `step 1 (id "c"): field "script"`,
 	} {
 		_, err := runner.ParseSteps(steps.Builtin(), []byte(js))
 		if err == nil || !strings.Contains(err.Error(), want) {
