@@ -12,6 +12,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
+	"github.com/agentenv/agentenv/runner/steps/dockercontainer"
 	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
 	"github.com/agentenv/agentenv/runner/steps/modifyenvtoolaccess"
@@ -53,5 +54,7 @@ func Builtin() *runner.StepRegistry {
 	r.Register(applyserverconfig.StepInfo())
 	r.Register(review.StepInfo())
 	r.Register(runcode.StepInfo())
+	r.Register(dockercontainer.RunStepInfo())
+	r.Register(dockercontainer.TestsStepInfo())
 	return r
 }
