@@ -265,11 +265,11 @@ func TestRunDockerContainerFailures(t *testing.T) {
 	}
 	ds, _, _ := rc.Sandbox(context.Background(), "box")
 	for task, want := range map[string]string{
-		`{"id":"b","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"broken"}`:                         "build image",
-		`{"id":"n","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"good","dockerfile_path":"nope"}`: "dockerfile_path: nope is not a file",
+		`{"id":"b","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"broken"}`:                                                 "build image",
+		`{"id":"n","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"good","dockerfile_path":"nope"}`:                          "dockerfile_path: nope is not a file",
 		`{"id":"r","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"good","container_name":"never","ready_command":"exit 1"}`: "",
-		`{"id":"s","type":"run_docker_container","sandbox_name":"nobox","docker_context_artifact_id":"good"}`:                          `no sandbox named "nobox"`,
-		`{"id":"u","type":"run_container_unit_tests_verifier","sandbox_name":"box","container_name":"ghost","command":"true"}`:       `no task container named "ghost on sandbox box"`,
+		`{"id":"s","type":"run_docker_container","sandbox_name":"nobox","docker_context_artifact_id":"good"}`:                                                 `no sandbox named "nobox"`,
+		`{"id":"u","type":"run_container_unit_tests_verifier","sandbox_name":"box","container_name":"ghost","command":"true"}`:                                `no task container named "ghost on sandbox box"`,
 	} {
 		if want == "" {
 			continue // the 120 s readiness wait is not worth a test run
