@@ -2,6 +2,7 @@ package dockercontainer_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -46,7 +47,7 @@ func dockerOrSkip(t *testing.T) *docker.Provider {
 func minish(t *testing.T) []byte {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "minish")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/agentenv/agentenv/examples/bundles/coding-task/minish")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "github.com/agentenv/agentenv/examples/bundles/minish")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build minish: %v\n%s", err, out)
@@ -290,4 +291,9 @@ func TestRunDockerContainerFailures(t *testing.T) {
 	if left := f.labelled(t, gid); len(left) != 0 {
 		t.Errorf("after teardown: %v", left)
 	}
+}
+
+func toJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

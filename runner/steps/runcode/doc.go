@@ -30,6 +30,11 @@
 //		json.NewEncoder(os.Stdout).Encode(map[string]any{"seen": in.Args})
 //	}
 //
+// Both find the sandbox's /app in the environment variable
+// AGENTENV_WORKSPACE (on a local work-folder sandbox, /app is a folder of
+// this machine, and that is its path), so a script can read and write the
+// task's files wherever it runs.
+//
 // The script runs in the sandbox named by sandbox_name (ours), on the
 // env's host (env_id) or in the agent's sandbox (agent_name, default
 // default-agent). Env and agent instances deployed as local processes or

@@ -402,7 +402,7 @@ func (c *Config) execute(ctx context.Context, sb sandbox.Sandbox, dir string, sc
 		}
 	}
 	var argv []string
-	opts := &sandbox.ExecOptions{Dir: dir}
+	opts := &sandbox.ExecOptions{Dir: dir, Env: map[string]string{"AGENTENV_WORKSPACE": workspace(sb)}}
 	if sc.python {
 		for n, b := range map[string][]byte{"runner.py": bootstrap, "input.json": input} {
 			if err := sb.WriteFile(ctx, dir+"/"+n, bytes.NewReader(b), 0o644); err != nil {
@@ -446,6 +446,18 @@ func (c *Config) execute(ctx context.Context, sb sandbox.Sandbox, dir string, sc
 		return nil, fmt.Errorf("the result is not JSON: %v (%s)", err, head(nil, out))
 	}
 	return v, nil
+}
+
+// workspace is where the script finds the sandbox's /app: the host
+// folder of a local work-folder sandbox (its commands run on this machine,
+// where /app is that folder), else /app.
+func workspace(sb sandbox.Sandbox) string {
+	if hp, ok := sb.(interface{ HostPath(string) (string, error) }); ok {
+		if p, err := hp.HostPath("/app"); err == nil {
+			return p
+		}
+	}
+	return "/app"
 }
 
 // head is the start of stderr, or of stdout when stderr is empty, bounded
