@@ -14,7 +14,9 @@
 // envdeploy labels under a group id of its own, "<sandbox_id>-containers",
 // with the owner process and an expiry: the run's teardown removes the
 // group (it is held as a sandbox of the run), and `agent-env sandbox
-// prune` removes what a killed run left. Container and network names are
+// prune --all-stores` removes what a killed run left (they carry no store
+// label: the runner's services do not know the store id). Container and
+// network names are
 // scoped by that group id, so two runs on one engine never collide; the
 // run context keeps the task's own names.
 package dockercontainer
