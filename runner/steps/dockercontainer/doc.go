@@ -16,7 +16,6 @@
 // group (it is held as a sandbox of the run), and `agent-env sandbox
 // prune --all-stores` removes what a killed run left (they carry no store
 // label: the runner's services do not know the store id). Container and
-// network names are
-// scoped by that group id, so two runs on one engine never collide; the
-// run context keeps the task's own names.
+// network names are scoped by that group id, so two runs on one engine
+// never collide; the run context keeps the task's own names.
 package dockercontainer
