@@ -67,7 +67,7 @@ func TestCodingTaskBundle(t *testing.T) {
 			t.Errorf("answer %q: outcome %q\n%s", answer, outcome, out.String())
 		}
 		res, _ := rc.Metadata("script_results")
-		if !strings.Contains(toJSON(res), `"wrote":"work/answer.txt"`) {
+		if !strings.Contains(toJSON(res), `"wrote":"solution/answer.txt"`) {
 			t.Errorf("script_results = %s", toJSON(res))
 		}
 		sbs := rc.Sandboxes()

@@ -156,16 +156,16 @@ func TestRunDockerContainerAndUnitTests(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The agent's work: an answer file in the sandbox.
-	if err := sb.WriteFile(context.Background(), "/app/work/answer.txt", strings.NewReader("sum=5\n"), 0o644); err != nil {
+	if err := sb.WriteFile(context.Background(), "/app/solution/answer.txt", strings.NewReader("sum=5\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	err = f.run(t, rc, `[
 	 {"id":"up","type":"run_docker_container","sandbox_name":"box","docker_context_artifact_id":"tests-image",
 	  "dockerfile_path":"docker/Containerfile","container_name":"tests","ports":[8080],"env_vars":{"FOO":"bar"},
 	  "build_args":{"GREETING":"hello"},"network":"net1","extra_networks":["net2"],"ready_command":"test -f /bin/sh",
-	  "volumes":["/app/work:/work:ro"]},
+	  "volumes":["/app/solution:/solution:ro"]},
 	 {"id":"unit","type":"run_container_unit_tests_verifier","sandbox_name":"box","container_name":"tests",
-	  "command":"grep -q sum=5 /work/answer.txt && printenv FOO > /out/foo.txt && printenv GREETING > /out/greeting.txt && echo passed",
+	  "command":"grep -q sum=5 /solution/answer.txt && printenv FOO > /out/foo.txt && printenv GREETING > /out/greeting.txt && echo passed",
 	  "result_paths":["/out/foo.txt","/out/greeting.txt","/out/none.txt"]},
 	 {"id":"graded","type":"run_container_unit_tests_verifier","sandbox_name":"box","container_name":"tests","verifier_id":"reward",
 	  "command":"echo 0.5 > /out/reward.txt && exit 3","reward_path":"/out/reward.txt"}]`)
@@ -223,7 +223,7 @@ func TestRunDockerContainerAndUnitTests(t *testing.T) {
 
 	// A failing test and a timed-out one: recorded, score 0, step failed.
 	err = f.run(t, rc, `[{"id":"bad","type":"run_container_unit_tests_verifier","sandbox_name":"box","container_name":"tests",
-	  "command":"grep -q sum=6 /work/answer.txt"}]`)
+	  "command":"grep -q sum=6 /solution/answer.txt"}]`)
 	if err == nil || !strings.Contains(err.Error(), `verifier "bad" exited 1`) || !strings.Contains(err.Error(), "does not contain") {
 		t.Errorf("failing test: %v", err)
 	}

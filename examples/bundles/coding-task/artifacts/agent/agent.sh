@@ -3,6 +3,6 @@
 # tests look for it, and reports what it did (run_code's program contract:
 # the input JSON on stdin, the result JSON on stdout).
 set -e
-mkdir -p "$AGENTENV_WORKSPACE/work"
-printf 'sum=5\n' > "$AGENTENV_WORKSPACE/work/answer.txt"
-echo '{"wrote": "work/answer.txt"}'
+mkdir -p "$AGENTENV_WORKSPACE/solution"
+printf 'sum=5\n' > "$AGENTENV_WORKSPACE/solution/answer.txt"
+echo '{"wrote": "solution/answer.txt"}'
