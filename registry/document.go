@@ -33,6 +33,9 @@ const (
 	TaskStepJournal   Collection = "task_step_journal"
 	Runs              Collection = "runs"
 	BundleLedger      Collection = "bundle_ledger"
+	// TaskReviews holds the review step's awaiting reviews and the
+	// decisions recorded on them (by another process: the CLI).
+	TaskReviews Collection = "task_reviews"
 )
 
 type collectionInfo struct {
@@ -54,12 +57,13 @@ var collections = map[Collection]collectionInfo{
 	TaskStepJournal:   {false, "Journal entry", ""},
 	Runs:              {false, "Run", "run_id"},
 	BundleLedger:      {false, "Ledger entry", ""},
+	TaskReviews:       {false, "Review", ""},
 }
 
 // Collections returns every known collection, versioned first.
 func Collections() []Collection {
 	return []Collection{Envs, Artifacts, A2AAgents, Tasks, TaskSteps, Evals,
-		EnvInstances, A2AAgentInstances, TaskInstances, TaskStepJournal, Runs, BundleLedger}
+		EnvInstances, A2AAgentInstances, TaskInstances, TaskStepJournal, Runs, BundleLedger, TaskReviews}
 }
 
 // Known reports whether c is one of the reference's collections.

@@ -102,6 +102,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
 	root.AddCommand(newUpCmd(d))                                       // explorer (up.go)
 	root.AddCommand(newVersionCmd(d))                                  // versioncmd.go
+	root.AddCommand(newReviewCmd(d))                                   // review.go
 	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)
 	return root
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
+	"github.com/agentenv/agentenv/runner/steps/dockercontainer"
 	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
 	"github.com/agentenv/agentenv/runner/steps/modifyenvtoolaccess"
@@ -20,7 +21,9 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
 	"github.com/agentenv/agentenv/runner/steps/registerenvtriggers"
 	"github.com/agentenv/agentenv/runner/steps/resetenv"
+	"github.com/agentenv/agentenv/runner/steps/review"
 	"github.com/agentenv/agentenv/runner/steps/rubricsverifier"
+	"github.com/agentenv/agentenv/runner/steps/runcode"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
@@ -49,5 +52,9 @@ func Builtin() *runner.StepRegistry {
 	r.Register(rubricsverifier.StepInfo())
 	r.Register(collectartifacts.StepInfo())
 	r.Register(applyserverconfig.StepInfo())
+	r.Register(review.StepInfo())
+	r.Register(runcode.StepInfo())
+	r.Register(dockercontainer.RunStepInfo())
+	r.Register(dockercontainer.TestsStepInfo())
 	return r
 }
