@@ -143,6 +143,9 @@ func (s *Server) routes() {
 	e.GET("/eval", s.pageEval)
 	e.GET("/evals/compare", s.pageCompare)
 	e.GET("/envs", s.pageEnvs)
+	e.GET("/env", s.pageEnv)
+	e.POST("/env/tools", s.formEnvTools)
+	e.POST("/env/clock", s.formEnvClock)
 
 	// The JSON API the pages are built from.
 	api := e.Group("/api/v1")
@@ -157,6 +160,9 @@ func (s *Server) routes() {
 	api.GET("/eval", s.apiEval)
 	api.GET("/evals/compare", s.apiCompare)
 	api.GET("/envs", s.apiEnvs)
+	api.GET("/env", s.apiEnv)
+	api.POST("/env/tools", s.apiEnvTools)
+	api.POST("/env/clock", s.apiEnvClock)
 }
 
 // auth requires the token when one is configured.

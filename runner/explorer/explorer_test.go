@@ -108,22 +108,28 @@ func TestPagesGolden(t *testing.T) {
 				t.Fatalf("GET %s = %d\n%s", path, code, body)
 			}
 			// Creation times of stored documents are the test's clock.
-			body = times.ReplaceAllString(body, "<time>")
-			file := filepath.Join("testdata", name+".html")
-			if *update {
-				if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if d := cmp.Diff(string(want), body); d != "" {
-				t.Errorf("%s differs from %s (-want +got; go test -update rewrites it):\n%s", path, file, d)
-			}
+			checkGolden(t, name, times.ReplaceAllString(body, "<time>"))
 		})
+	}
+}
+
+// checkGolden compares body with testdata/name.html (go test -update
+// rewrites it).
+func checkGolden(t *testing.T, name, body string) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".html")
+	if *update {
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if d := cmp.Diff(string(want), body); d != "" {
+		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, d)
 	}
 }
 

@@ -96,7 +96,7 @@ func TestPages100k(t *testing.T) {
 		"/eval?id=big":                              `pass@`,
 		"/registry":                                 `docs-table`,
 		"/registry?collection=evals":                `weekly`,
-		"/envs":                                     `envs-empty`,
+		"/envs":                                     `email-0001`,
 	} {
 		start := time.Now()
 		code, body, _ := f.get(path)

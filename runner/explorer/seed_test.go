@@ -105,6 +105,7 @@ func (f *fixture) seed() {
 	f.put(registry.Tasks, taskID, `{"type":"task","steps":[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600}]}`)
 	f.put(registry.Envs, "email", `{"type":"multi","name":"email","description":"a mailbox"}`)
 	f.put(registry.Evals, "weekly", `{"type":"eval","tasks":[{"task_id":"@local/demo/q3","version":1}]}`)
+	f.liveInstance("email-0001", "http://127.0.0.1:1", "torn_down")
 	done := `"prompt_responses":[{"step_id":"prompt","prompt_id":"q3","prompt_text":"Reply to Alice","response":"Done: replied.",
 "tool_call_count":2,"agent_trajectory_object_url":"` + f.objs.URL(agentTraj) + `"},
 {"step_id":"prompt","prompt_id":"q4","prompt_text":"And Bob?","response":"No.","tool_call_count":0,"agent_trajectory_object_url":"` + f.objs.URL("prompt_agent_trajectories/deleted.json") + `"}],
