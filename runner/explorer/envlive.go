@@ -242,6 +242,9 @@ func roleTools(ctx context.Context, gw *gwclient.Client, st *protocol.StateRespo
 // the page can show it as a tree.
 func serverData(ctx context.Context, c *envclient.Client, name string) ServerData {
 	parts, err := c.GetData(ctx, nil)
+	if errors.Is(err, &protocol.Error{Code: protocol.CodeMethodNotFound}) {
+		return ServerData{Server: name, Error: name + " has no data plane (it does not implement data/get)."}
+	}
 	if err != nil {
 		return ServerData{Server: name, Error: gatewayError("data/get of "+name, err)}
 	}
