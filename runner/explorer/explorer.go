@@ -1,6 +1,7 @@
 package explorer
 
 import (
+	"context"
 	"crypto/subtle"
 	"embed"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -73,6 +75,10 @@ type Server struct {
 	tmpl *templates
 	// trajs caches trajectory indexes (trajectory.go).
 	trajs trajCache
+	// pf indexes listed trajectories in the background (prefetch.go).
+	pfMu sync.Mutex
+	pf   prefetcher
+	pfWG sync.WaitGroup
 }
 
 // New builds the explorer over st.
@@ -95,6 +101,8 @@ func New(st *Stores, o *Options) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{st: st, opt: opt, tmpl: tm, e: echo.New()}
+	s.pf.ctx, s.pf.cancel = context.WithCancel(context.Background())
+	s.pf.sem, s.pf.busy = make(chan struct{}, 1), map[string]bool{}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.routes()
