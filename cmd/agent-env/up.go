@@ -86,6 +86,7 @@ func runUp(ctx context.Context, d *deps, req upRequest) error {
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", req.addr)
 	if err != nil {
 		return fmt.Errorf("explorer: %w", err)

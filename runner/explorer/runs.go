@@ -308,7 +308,7 @@ type RunDetail struct {
 	// (metadata.env_trajectories).
 	EnvTrajectories []EnvTrajectoryView `json:"env_trajectories"`
 	Live            bool                `json:"live"`
-	Rev           int64              `json:"rev"`
+	Rev             int64               `json:"rev"`
 }
 
 // VerificationView is one verifier's result.

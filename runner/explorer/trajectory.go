@@ -387,10 +387,10 @@ func (s *Server) apiTrajectory(c echo.Context) error {
 type trajectoryView struct {
 	Key, Q, Run string
 	// GW is the gateway trajectory merged in, if any.
-	GW string
-	Page        *TrajectoryPage
-	Err         string
-	Prev, Next  string
+	GW         string
+	Page       *TrajectoryPage
+	Err        string
+	Prev, Next string
 }
 
 func (s *Server) pageTrajectory(c echo.Context) error {
