@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/explorer"
@@ -82,7 +83,7 @@ func runUp(ctx context.Context, d *deps, req upRequest) error {
 	}
 	defer st.Close()
 	srv, err := explorer.New(&explorer.Stores{Documents: st.Documents, Local: st.Local, Objects: st.Objects},
-		&explorer.Options{Token: req.token, AllowControl: req.allowControl, Logger: d.logger()})
+		&explorer.Options{Token: req.token, AllowControl: req.allowControl, Logger: d.logger(), PluginPages: plugin.ExplorerPages(d.pluginRegistry())})
 	if err != nil {
 		return err
 	}

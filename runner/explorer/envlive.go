@@ -293,6 +293,8 @@ type envPage struct {
 	// one that failed.
 	Done, ActionError string
 	Role              string
+	// Pages are the plugin pages that view this env.
+	Pages []PluginPage
 }
 
 func (s *Server) pageEnv(c echo.Context) error {
@@ -315,7 +317,7 @@ func (s *Server) renderEnv(c echo.Context, code int, actionErr string) error {
 	if err != nil {
 		return storeError(err)
 	}
-	p := &envPage{Live: v, Done: c.QueryParam("done"), ActionError: actionErr, Role: role}
+	p := &envPage{Live: v, Done: c.QueryParam("done"), ActionError: actionErr, Role: role, Pages: s.pagesFor(v.Instance.EnvID)}
 	return s.render(c, code, "env", &page{Title: "Env instance " + id, Nav: "envs", Data: p})
 }
 

@@ -59,6 +59,9 @@ type Options struct {
 	AllowControl bool
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
+	// PluginPages are the viewer pages plugins add (plugin.ExplorerPages);
+	// a bad or duplicate one is a New error.
+	PluginPages []PluginPage
 	// PollInterval is how often a live run page's event stream re-reads
 	// the instance; 0 = 500 ms.
 	PollInterval time.Duration
@@ -96,6 +99,10 @@ func New(st *Stores, o *Options) (*Server, error) {
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = 500 * time.Millisecond
 	}
+	if err := checkPluginPages(opt.PluginPages); err != nil {
+		return nil, err
+	}
+	opt.PluginPages = append([]PluginPage(nil), opt.PluginPages...)
 	tm, err := parseTemplates()
 	if err != nil {
 		return nil, err
@@ -154,6 +161,8 @@ func (s *Server) routes() {
 	e.GET("/env", s.pageEnv)
 	e.POST("/env/tools", s.formEnvTools)
 	e.POST("/env/clock", s.formEnvClock)
+	e.GET("/plugins", s.pagePlugins)
+	e.GET("/plugins/:plugin/:name", s.pagePlugin)
 
 	// The JSON API the pages are built from.
 	api := e.Group("/api/v1")
