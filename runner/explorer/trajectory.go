@@ -358,16 +358,8 @@ func parseTrajectoryParams(c echo.Context) (key, q string, offset, limit int, er
 	if key == "" {
 		return "", "", 0, 0, badRequest("key", "required (the trajectory's object key)")
 	}
-	limit = defaultTrajectoryLimit
-	if v := c.QueryParam("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return "", "", 0, 0, badRequest("offset", "must be a number >= 0")
-		}
-	}
-	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxTrajectoryLimit {
-			return "", "", 0, 0, badRequest("limit", "must be a number in 1..1000")
-		}
+	if offset, limit, err = offsetLimit(c, defaultTrajectoryLimit, maxTrajectoryLimit); err != nil {
+		return "", "", 0, 0, err
 	}
 	return key, q, offset, limit, nil
 }
