@@ -176,6 +176,10 @@ type Versions struct {
 	ID         string          `json:"id"`
 	Versions   []DocSummary    `json:"versions"`
 	Latest     json.RawMessage `json:"latest"`
+	// Preview is the start of a file artifact's bytes; Members the pinned
+	// members of a file universe (artifacts only).
+	Preview *FilePreview     `json:"preview,omitempty"`
+	Members []UniverseMember `json:"members,omitempty"`
 }
 
 func (s *Server) versions(ctx context.Context, col registry.Collection, id string) (*Versions, error) {
@@ -188,6 +192,9 @@ func (s *Server) versions(ctx context.Context, col registry.Collection, id strin
 		v.Versions = append(v.Versions, summarizeDoc(docs[i]))
 	}
 	v.Latest = docs[len(docs)-1].Data
+	if col == registry.Artifacts {
+		s.artifactPreview(ctx, v)
+	}
 	return v, nil
 }
 
