@@ -78,6 +78,8 @@ type Server struct {
 	tmpl *templates
 	// trajs caches trajectory indexes (trajectory.go).
 	trajs trajCache
+	// timelines caches merged timelines (timeline.go).
+	timelines timelineCache
 	// pf indexes listed trajectories in the background (prefetch.go).
 	pfMu sync.Mutex
 	pf   prefetcher

@@ -7,7 +7,8 @@ import (
 )
 
 // A trajectory is indexed as soon as a run page (or its live refresh)
-// lists it, in the background, so that opening it reads only its first
+// lists it, in the background (and the merged timeline the page links is
+// built), so that opening it reads only its first
 // page instead of indexing the whole file inside that request. One index
 // runs at a time; Close stops them.
 
@@ -29,17 +30,26 @@ func (s *Server) prefetchTrajectories(d *RunDetail) {
 	}
 	for _, p := range d.Prompts {
 		if p.TrajectoryKey != "" {
-			s.prefetch(p.TrajectoryKey)
+			s.prefetch(p.TrajectoryKey, func(ctx context.Context) error { return s.indexObject(ctx, p.TrajectoryKey) })
+		}
+		if p.TrajectoryKey != "" && p.GatewayKey != "" {
+			// The run page links the merged view too.
+			s.prefetch(p.TrajectoryKey+"\x00"+p.GatewayKey, func(ctx context.Context) error {
+				_, _, err := s.timeline(ctx, p.TrajectoryKey, p.GatewayKey)
+				return err
+			})
 		}
 	}
 	for _, e := range d.EnvTrajectories {
 		if e.Key != "" {
-			s.prefetch(e.Key)
+			s.prefetch(e.Key, func(ctx context.Context) error { return s.indexObject(ctx, e.Key) })
 		}
 	}
 }
 
-func (s *Server) prefetch(key string) {
+// prefetch runs job in the background unless a job named key is queued
+// or running.
+func (s *Server) prefetch(key string, job func(context.Context) error) {
 	s.pfMu.Lock()
 	if s.pf.ctx.Err() != nil || s.pf.busy[key] {
 		s.pfMu.Unlock()
@@ -61,7 +71,7 @@ func (s *Server) prefetch(key string) {
 		defer func() { <-s.pf.sem }()
 		ctx, cancel := context.WithTimeout(s.pf.ctx, prefetchTimeout)
 		defer cancel()
-		if err := s.indexObject(ctx, key); err != nil {
+		if err := job(ctx); err != nil {
 			// The request that opens it reports the problem on its panel.
 			s.opt.Logger.Debug("trajectory not indexed in the background", "key", key, "error", err)
 		}
