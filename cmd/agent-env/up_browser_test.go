@@ -93,6 +93,18 @@ func seedAgentRun(t *testing.T, c *cli) (runID, liveID string, finish func()) {
 	if _, err := objs.Put(ctx, key, strings.NewReader(traj), nil); err != nil {
 		t.Fatal(err)
 	}
+	// The env's gateway trajectory, as the runner stores it at the end of
+	// a run: the agent's two calls, a trigger firing between them.
+	gwKey := "env_trajectories/@local/browser/q3/q3-b1/email.jsonl"
+	gwTraj := `{"event_type":"tool_call","event_id":"event_1","timestamp_utc":"2026-03-02T09:00:01.000000+00:00","virtual_time":"2026-03-02T09:00:00Z","role":"assistant","tool_call":{"function_name":"email_search","arguments":{"query":"Q3"}}}
+{"event_type":"tool_call_result","event_id":"event_2","timestamp_utc":"2026-03-02T09:00:01.120000+00:00","virtual_time":"2026-03-02T09:00:00Z","tool_call_event_id":"event_1","tool_call_result":{"content":[{"type":"text","text":"1 message"}],"isError":false}}
+{"event_type":"trigger_fired","event_id":"event_3","timestamp_utc":"2026-03-02T09:00:02.000000+00:00","virtual_time":"2026-03-02T10:00:00Z","trigger_id":"boss-mail"}
+{"event_type":"tool_call","event_id":"event_4","timestamp_utc":"2026-03-02T09:00:03.000000+00:00","virtual_time":"2026-03-02T10:00:01Z","role":"assistant","tool_call":{"function_name":"email_send_message","arguments":{"to":["alice@example.com"]}}}
+{"event_type":"tool_call_result","event_id":"event_5","timestamp_utc":"2026-03-02T09:00:03.300000+00:00","virtual_time":"2026-03-02T10:00:01Z","tool_call_event_id":"event_4","tool_call_result":{"content":[{"type":"text","text":"sent"}],"isError":false}}
+`
+	if _, err := objs.Put(ctx, gwKey, strings.NewReader(gwTraj), nil); err != nil {
+		t.Fatal(err)
+	}
 	put := func(c registry.Collection, id, body string) {
 		if _, err := docs.Put(ctx, c, id, json.RawMessage(body), nil); err != nil {
 			t.Fatal(err)
@@ -118,7 +130,8 @@ func seedAgentRun(t *testing.T, c *cli) (runID, liveID string, finish func()) {
 	rec(registry.TaskInstances, runID, inst(runID, "completed", []string{"agent", "prompt", "check"}, `{
 "prompt_responses":[{"step_id":"prompt","prompt_id":"q3","prompt_text":"Reply to Alice","response":"I replied to Alice.","tool_call_count":2,
 "agent_trajectory_object_url":"`+objs.URL(key)+`"}],
-"metadata":{"eval_id":"@local/browser/weekly","run_group_id":"browser-g1","verifications":{"sent_reply":{"score":1,"results":[
+"metadata":{"env_trajectories":{"email":{"env_id":"email","object_key":"`+gwKey+`","object_url":"`+objs.URL(gwKey)+`","bytes":`+fmt.Sprint(len(gwTraj))+`}},
+"eval_id":"@local/browser/weekly","run_group_id":"browser-g1","verifications":{"sent_reply":{"score":1,"results":[
 {"criterion":"a reply to Alice is in the sent folder","result":true,"score":1,"justification":"found Re: Q3 report"}]}}}}`))
 	for i, st := range []string{"agent", "prompt", "check"} {
 		rec(registry.TaskStepJournal, runID+"|"+st, fmt.Sprintf(`{"instance_id":%q,"step_id":%q,"seq":%d,"status":"success",
@@ -183,6 +196,12 @@ func TestBrowserExplorer(t *testing.T) {
 		chromedp.Submit(css(`#trajectory-search input[name="q"]`)), chromedp.WaitVisible(css(`#chat`)))
 	if n := count("#chat > li"); n != 2 {
 		t.Errorf("search for alice shows %d entries; want 2", n)
+	}
+	// The agent's and the gateway's trajectories on one timeline.
+	do("timeline", chromedp.Navigate(base+"/run?id="+url.QueryEscape(runID)), chromedp.Click(css("a.timeline-link")),
+		chromedp.WaitVisible(css("#timeline")), chromedp.Click(css(`#timeline details.toolcall summary`)), shot("timeline"))
+	if s := text("#timeline"); !strings.Contains(s, "agent+gateway") || !strings.Contains(s, "trigger_fired") || !strings.Contains(s, "120 ms") {
+		t.Errorf("timeline text = %q", s)
 	}
 	// Every other page, with its key element.
 	for _, p := range []struct{ name, path, sel string }{
