@@ -116,14 +116,21 @@ func newLoopbackServer(t *testing.T, h http.Handler) string {
 	return hs.URL
 }
 
+// poll checks cond every 20 ms until it holds, for at most 15 s: the
+// gateway's readiness and a trigger's firing have no event to wait on
+// from outside the gateway.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
 			t.Fatalf("timed out waiting for %s", what)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
