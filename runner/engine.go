@@ -178,6 +178,10 @@ func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOpti
 	})
 	s := &scheduler{r: r, ctx: ctx, rc: rc, steps: steps, opts: opts, rec: rec, task: task}
 	res, err := s.run()
+	if storeEnvTrajectories(ctx, rc, id) {
+		v, _ := rc.Metadata(KeyEnvTrajectories)
+		rec.setContext(ctx, Ops{Sets: []SetOp{{Path: []string{KeyMetadata, KeyEnvTrajectories}, Value: v}}})
+	}
 	res.InstanceID = id
 	res.Context = rc
 	res.Seconds = r.now().Sub(started).Seconds()

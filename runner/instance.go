@@ -209,6 +209,28 @@ func (r *recorder) journal(ctx context.Context, stepID, status string, seq, gene
 	}
 }
 
+// setContext applies ops to the recorded context after the steps (the
+// run's own additions, such as the stored gateway trajectories), bumping
+// rev so that a live view sees the change.
+func (r *recorder) setContext(ctx context.Context, ops Ops) {
+	if !r.enabled() {
+		return
+	}
+	_, err := r.docs.UpdateRecord(context.WithoutCancel(ctx), registry.TaskInstances, r.id, func(doc map[string]any) error {
+		c, _ := normalize(doc["context"]).(map[string]any)
+		if c == nil {
+			c = map[string]any{}
+		}
+		ops.Apply(c)
+		doc["context"] = c
+		doc["rev"] = intOf(doc["rev"]) + 1
+		return nil
+	})
+	if err != nil {
+		r.log.Warn("task instance: context write failed", "instance_id", r.id, "error", err)
+	}
+}
+
 // finish writes a terminal failed/cancelled state (only if not completed),
 // retried three times with backoff.
 func (r *recorder) finish(ctx context.Context, status, msg string, full map[string]any) {

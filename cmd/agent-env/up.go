@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/explorer"
@@ -82,10 +83,11 @@ func runUp(ctx context.Context, d *deps, req upRequest) error {
 	}
 	defer st.Close()
 	srv, err := explorer.New(&explorer.Stores{Documents: st.Documents, Local: st.Local, Objects: st.Objects},
-		&explorer.Options{Token: req.token, AllowControl: req.allowControl, Logger: d.logger()})
+		&explorer.Options{Token: req.token, AllowControl: req.allowControl, Logger: d.logger(), PluginPages: plugin.ExplorerPages(d.pluginRegistry())})
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
 	ln, err := net.Listen("tcp", req.addr)
 	if err != nil {
 		return fmt.Errorf("explorer: %w", err)

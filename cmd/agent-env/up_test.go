@@ -1,10 +1,16 @@
 package main
 
 import (
+	"context"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 )
 
 // A non-loopback address needs a token; a bad one is named.
@@ -63,5 +69,66 @@ func TestUpTokenOnAllInterfaces(t *testing.T) {
 	}
 	if code := get("Bearer tok-from-env-123"); code != 200 {
 		t.Errorf("right token = %d; want 200", code)
+	}
+}
+
+// With an empty .agentenv/config.toml and a fresh store, `up` registers the
+// default gateway env (envs/default) in the background while it serves, as
+// the reference does; a second `up` finds it and registers nothing.
+func TestUpRegistersDefaultGateway(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gateway image: skipped in -short")
+	}
+	// As an installed agent-env finds it: agentenv-gateway on PATH (the
+	// test's working folder is outside the source tree).
+	bins := envdeploytest.Build(t)
+	t.Setenv("PATH", filepath.Dir(bins.Gateway)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	c := newCLI(t)
+	work := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(work, ".agentenv"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, ".agentenv", "config.toml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(work)
+	up := func() (out, errb *syncBuffer, stop func() int) {
+		ctx, cancel := context.WithCancel(context.Background())
+		out, errb = newSyncBuffer(), newSyncBuffer()
+		done := make(chan int, 1)
+		go func() { done <- execute(ctx, []string{"up", "--addr", "127.0.0.1:0"}, c.deps(out, errb)) }()
+		return out, errb, func() int { cancel(); return <-done }
+	}
+	out, errb, stop := up()
+	deadline := time.NewTimer(8 * time.Minute)
+	defer deadline.Stop()
+	for !strings.Contains(out.String(), "Registered the default gateway env") {
+		failed := strings.Contains(errb.String(), "not registered")
+		if !failed {
+			select {
+			case <-out.wrote:
+			case <-errb.wrote:
+			case <-deadline.C:
+				failed = true
+			}
+		}
+		if failed {
+			stop()
+			t.Fatalf("up did not register the default gateway:\n%s\n%s", out.String(), errb.String())
+		}
+	}
+	if !strings.Contains(out.String(), "Explorer on http://127.0.0.1:") || !strings.Contains(out.String(), "Registering the default gateway env (envs/default) in the background...") {
+		t.Errorf("up output:\n%s", out.String())
+	}
+	if code := stop(); code != 0 {
+		t.Fatalf("up exited %d: %s", code, errb.String())
+	}
+	if code, got, errs := c.run("env", "get", "default"); code != 0 || !strings.Contains(got, "default") {
+		t.Errorf("env get default after up = %d %s %s", code, got, errs)
+	}
+	out, errb, stop = up()
+	out.waitFor(t, "Explorer on ")
+	if code := stop(); code != 0 || strings.Contains(out.String(), "Registering") {
+		t.Errorf("second up = %d, registered again:\n%s\n%s", code, out.String(), errb.String())
 	}
 }

@@ -1,6 +1,7 @@
 package explorer
 
 import (
+	"context"
 	"crypto/subtle"
 	"embed"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -57,6 +59,9 @@ type Options struct {
 	AllowControl bool
 	// Logger receives one line per request; nil discards.
 	Logger *slog.Logger
+	// PluginPages are the viewer pages plugins add (plugin.ExplorerPages);
+	// a bad or duplicate one is a New error.
+	PluginPages []PluginPage
 	// PollInterval is how often a live run page's event stream re-reads
 	// the instance; 0 = 500 ms.
 	PollInterval time.Duration
@@ -73,6 +78,12 @@ type Server struct {
 	tmpl *templates
 	// trajs caches trajectory indexes (trajectory.go).
 	trajs trajCache
+	// timelines caches merged timelines (timeline.go).
+	timelines timelineCache
+	// pf indexes listed trajectories in the background (prefetch.go).
+	pfMu sync.Mutex
+	pf   prefetcher
+	pfWG sync.WaitGroup
 }
 
 // New builds the explorer over st.
@@ -90,11 +101,17 @@ func New(st *Stores, o *Options) (*Server, error) {
 	if opt.PollInterval <= 0 {
 		opt.PollInterval = 500 * time.Millisecond
 	}
+	if err := checkPluginPages(opt.PluginPages); err != nil {
+		return nil, err
+	}
+	opt.PluginPages = append([]PluginPage(nil), opt.PluginPages...)
 	tm, err := parseTemplates()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{st: st, opt: opt, tmpl: tm, e: echo.New()}
+	s.pf.ctx, s.pf.cancel = context.WithCancel(context.Background())
+	s.pf.sem, s.pf.busy = make(chan struct{}, 1), map[string]bool{}
 	s.e.HideBanner, s.e.HidePort = true, true
 	s.e.HTTPErrorHandler = s.errorHandler
 	s.routes()
@@ -143,6 +160,11 @@ func (s *Server) routes() {
 	e.GET("/eval", s.pageEval)
 	e.GET("/evals/compare", s.pageCompare)
 	e.GET("/envs", s.pageEnvs)
+	e.GET("/env", s.pageEnv)
+	e.POST("/env/tools", s.formEnvTools)
+	e.POST("/env/clock", s.formEnvClock)
+	e.GET("/plugins", s.pagePlugins)
+	e.GET("/plugins/:plugin/:name", s.pagePlugin)
 
 	// The JSON API the pages are built from.
 	api := e.Group("/api/v1")
@@ -157,6 +179,9 @@ func (s *Server) routes() {
 	api.GET("/eval", s.apiEval)
 	api.GET("/evals/compare", s.apiCompare)
 	api.GET("/envs", s.apiEnvs)
+	api.GET("/env", s.apiEnv)
+	api.POST("/env/tools", s.apiEnvTools)
+	api.POST("/env/clock", s.apiEnvClock)
 }
 
 // auth requires the token when one is configured.

@@ -82,23 +82,24 @@ func TestPagesGolden(t *testing.T) {
 	f := newFixture(t, nil)
 	f.seed()
 	pages := map[string]string{
-		"runs":              "/runs",
-		"runs_filtered":     "/runs?status=completed&min_score=0.9",
-		"run":               "/run?id=" + q(doneID),
-		"run_failed":        "/run?id=" + q(failedID),
-		"run_live":          "/run?id=" + q(runningID),
-		"trajectory_agent":  "/trajectory?key=" + q(agentTraj) + "&run=" + q(doneID),
-		"trajectory_gw":     "/trajectory?key=" + q(gwTraj),
-		"trajectory_search": "/trajectory?key=" + q(agentTraj) + "&q=alice",
-		"trajectory_gone":   "/trajectory?key=" + q("prompt_agent_trajectories/deleted.json"),
-		"trajectory_broken": "/trajectory?key=broken.json",
-		"registry":          "/registry?collection=tasks",
-		"versions":          "/registry/versions?collection=tasks&id=" + q(taskID),
-		"diff":              "/registry/diff?collection=tasks&id=" + q(taskID) + "&a=1&b=2",
-		"evals":             "/evals",
-		"eval":              "/eval?id=weekly",
-		"compare":           "/evals/compare?a=g1&b=g2",
-		"envs":              "/envs",
+		"runs":                "/runs",
+		"runs_filtered":       "/runs?status=completed&min_score=0.9",
+		"run":                 "/run?id=" + q(doneID),
+		"run_failed":          "/run?id=" + q(failedID),
+		"run_live":            "/run?id=" + q(runningID),
+		"trajectory_agent":    "/trajectory?key=" + q(agentTraj) + "&run=" + q(doneID),
+		"trajectory_gw":       "/trajectory?key=" + q(gwTraj),
+		"trajectory_search":   "/trajectory?key=" + q(agentTraj) + "&q=alice",
+		"trajectory_timeline": "/trajectory?key=" + q(agentTraj) + "&gw=" + q(gwTraj) + "&run=" + q(doneID),
+		"trajectory_gone":     "/trajectory?key=" + q("prompt_agent_trajectories/deleted.json"),
+		"trajectory_broken":   "/trajectory?key=broken.json",
+		"registry":            "/registry?collection=tasks",
+		"versions":            "/registry/versions?collection=tasks&id=" + q(taskID),
+		"diff":                "/registry/diff?collection=tasks&id=" + q(taskID) + "&a=1&b=2",
+		"evals":               "/evals",
+		"eval":                "/eval?id=weekly",
+		"compare":             "/evals/compare?a=g1&b=g2",
+		"envs":                "/envs",
 	}
 	times := regexp.MustCompile(`\d{4}-\d\d-\d\d \d\d:\d\d UTC|20\d\d-\d\d-\d\dT[0-9:.]+&#43;00:00`)
 	for name, path := range pages {
@@ -108,22 +109,28 @@ func TestPagesGolden(t *testing.T) {
 				t.Fatalf("GET %s = %d\n%s", path, code, body)
 			}
 			// Creation times of stored documents are the test's clock.
-			body = times.ReplaceAllString(body, "<time>")
-			file := filepath.Join("testdata", name+".html")
-			if *update {
-				if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if d := cmp.Diff(string(want), body); d != "" {
-				t.Errorf("%s differs from %s (-want +got; go test -update rewrites it):\n%s", path, file, d)
-			}
+			checkGolden(t, name, times.ReplaceAllString(body, "<time>"))
 		})
+	}
+}
+
+// checkGolden compares body with testdata/name.html (go test -update
+// rewrites it).
+func checkGolden(t *testing.T, name, body string) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".html")
+	if *update {
+		if err := os.WriteFile(file, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (run go test -update)", err)
+	}
+	if d := cmp.Diff(string(want), body); d != "" {
+		t.Errorf("%s differs (-want +got; go test -update rewrites it):\n%s", file, d)
 	}
 }
 

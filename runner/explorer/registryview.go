@@ -92,16 +92,20 @@ func (s *Server) listDocs(ctx context.Context, c registry.Collection, prefix str
 	return p, nil
 }
 
-func pageParams(c echo.Context) (offset, limit int, err error) {
-	limit = 100
+func pageParams(c echo.Context) (offset, limit int, err error) { return offsetLimit(c, 100, 1000) }
+
+// offsetLimit reads the offset (>= 0, default 0) and limit (1..most,
+// default def) query parameters every paged page and endpoint takes.
+func offsetLimit(c echo.Context, def, most int) (offset, limit int, err error) {
+	limit = def
 	if v := c.QueryParam("offset"); v != "" {
 		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
 			return 0, 0, badRequest("offset", "must be a number >= 0")
 		}
 	}
 	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > 1000 {
-			return 0, 0, badRequest("limit", "must be a number in 1..1000")
+		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > most {
+			return 0, 0, badRequest("limit", "must be a number in 1.."+strconv.Itoa(most))
 		}
 	}
 	return offset, limit, nil
@@ -172,6 +176,10 @@ type Versions struct {
 	ID         string          `json:"id"`
 	Versions   []DocSummary    `json:"versions"`
 	Latest     json.RawMessage `json:"latest"`
+	// Preview is the start of a file artifact's bytes; Members the pinned
+	// members of a file universe (artifacts only).
+	Preview *FilePreview     `json:"preview,omitempty"`
+	Members []UniverseMember `json:"members,omitempty"`
 }
 
 func (s *Server) versions(ctx context.Context, col registry.Collection, id string) (*Versions, error) {
@@ -184,17 +192,29 @@ func (s *Server) versions(ctx context.Context, col registry.Collection, id strin
 		v.Versions = append(v.Versions, summarizeDoc(docs[i]))
 	}
 	v.Latest = docs[len(docs)-1].Data
+	if col == registry.Artifacts {
+		s.artifactPreview(ctx, v)
+	}
 	return v, nil
 }
 
-func (s *Server) apiVersions(c echo.Context) error {
-	col, err := browsableCollection(c.Param("collection"))
+// docParams reads the collection (path or query) and id of one document.
+func docParams(c echo.Context) (registry.Collection, string, error) {
+	col, err := browsableCollection(c.Param("collection") + c.QueryParam("collection"))
 	if err != nil {
-		return err
+		return "", "", err
 	}
 	id := c.QueryParam("id")
 	if id == "" {
-		return badRequest("id", "required")
+		return "", "", badRequest("id", "required")
+	}
+	return col, id, nil
+}
+
+func (s *Server) apiVersions(c echo.Context) error {
+	col, id, err := docParams(c)
+	if err != nil {
+		return err
 	}
 	v, err := s.versions(c.Request().Context(), col, id)
 	if err != nil {
@@ -204,13 +224,9 @@ func (s *Server) apiVersions(c echo.Context) error {
 }
 
 func (s *Server) pageVersions(c echo.Context) error {
-	col, err := browsableCollection(c.QueryParam("collection"))
+	col, id, err := docParams(c)
 	if err != nil {
 		return err
-	}
-	id := c.QueryParam("id")
-	if id == "" {
-		return badRequest("id", "required")
 	}
 	v, err := s.versions(c.Request().Context(), col, id)
 	if err != nil {
@@ -309,13 +325,9 @@ func lineDiff(a, b []string) []DiffText {
 }
 
 func diffParams(c echo.Context) (registry.Collection, string, int, int, error) {
-	col, err := browsableCollection(c.Param("collection") + c.QueryParam("collection"))
+	col, id, err := docParams(c)
 	if err != nil {
 		return "", "", 0, 0, err
-	}
-	id := c.QueryParam("id")
-	if id == "" {
-		return "", "", 0, 0, badRequest("id", "required")
 	}
 	var v [2]int
 	for i, name := range []string{"a", "b"} {

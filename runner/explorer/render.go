@@ -74,6 +74,7 @@ var funcs = template.FuncMap{
 	"histogram":    histogramSVG,
 	"comparechart": compareSVG,
 	"dagsvg":       dagSVG,
+	"jsontree":     jsonTree,
 }
 
 func truncate(s string, n int) string {

@@ -304,8 +304,11 @@ type RunDetail struct {
 	Envs          []LinkView         `json:"envs"`
 	Agents        []LinkView         `json:"agents"`
 	Sandboxes     []LinkView         `json:"sandboxes"`
-	Live          bool               `json:"live"`
-	Rev           int64              `json:"rev"`
+	// EnvTrajectories are the gateway trajectories the runner stored
+	// (metadata.env_trajectories).
+	EnvTrajectories []EnvTrajectoryView `json:"env_trajectories"`
+	Live            bool                `json:"live"`
+	Rev             int64               `json:"rev"`
 }
 
 // VerificationView is one verifier's result.
@@ -336,6 +339,18 @@ type PromptView struct {
 	TrajectoryKey string `json:"trajectory_key,omitempty"`
 	// TrajectoryError says why the trajectory cannot be opened.
 	TrajectoryError string `json:"trajectory_error,omitempty"`
+	// GatewayKey is the env's gateway trajectory, shown with the agent's
+	// on one timeline.
+	GatewayKey string `json:"gateway_trajectory_key,omitempty"`
+}
+
+// EnvTrajectoryView is one env's stored gateway trajectory, or why there
+// is none.
+type EnvTrajectoryView struct {
+	EnvID string `json:"env_id"`
+	Key   string `json:"key,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 // LinkView is an env, agent or sandbox the run created.
@@ -361,7 +376,17 @@ func (s *Server) runDetail(ctx context.Context, id string) (*RunDetail, error) {
 	d.Steps, d.StepsError = s.steps(ctx, ds, &inst)
 	d.Verifications = verifications(inst.Context)
 	d.Prompts = s.prompts(inst.Context)
+	d.EnvTrajectories = s.envTrajectories(inst.Context)
+	for _, et := range d.EnvTrajectories {
+		if et.Key != "" {
+			for i := range d.Prompts {
+				d.Prompts[i].GatewayKey = et.Key
+			}
+			break
+		}
+	}
 	d.Envs, d.Agents, d.Sandboxes = links(inst.Context)
+	s.prefetchTrajectories(d)
 	return d, nil
 }
 
@@ -615,6 +640,39 @@ func (s *Server) prompts(ctx map[string]any) []PromptView {
 		}
 		out = append(out, pv)
 	}
+	return out
+}
+
+func (s *Server) envTrajectories(ctx map[string]any) []EnvTrajectoryView {
+	out := []EnvTrajectoryView{}
+	md, _ := ctx["metadata"].(map[string]any)
+	all, _ := md[runner.KeyEnvTrajectories].(map[string]any)
+	for env, x := range all {
+		m, _ := x.(map[string]any)
+		if m == nil {
+			continue
+		}
+		v := EnvTrajectoryView{EnvID: env}
+		url, _ := m["object_url"].(string)
+		v.Error, _ = m["error"].(string)
+		if n, ok := m["bytes"].(float64); ok {
+			v.Bytes = int64(n)
+		}
+		switch {
+		case v.Error != "":
+		case url == "" || s.st.Objects == nil:
+			v.Error = "no object store is configured"
+		default:
+			key, err := s.st.Objects.KeyOf(url)
+			if err != nil {
+				v.Error = "the trajectory is in another object store (" + url + ")"
+			} else {
+				v.Key = key
+			}
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].EnvID < out[j].EnvID })
 	return out
 }
 

@@ -96,7 +96,7 @@ func TestPages100k(t *testing.T) {
 		"/eval?id=big":                              `pass@`,
 		"/registry":                                 `docs-table`,
 		"/registry?collection=evals":                `weekly`,
-		"/envs":                                     `envs-empty`,
+		"/envs":                                     `email-0001`,
 	} {
 		start := time.Now()
 		code, body, _ := f.get(path)
@@ -177,4 +177,74 @@ func BenchmarkExplorer(b *testing.B) {
 		"Trajectory10kCallsLast":   "/trajectory?key=big/trajectory.json&offset=19900",
 		"Trajectory10kCallsSearch": "/trajectory?key=big/trajectory.json&q=tool_19",
 	})
+}
+
+// gatewayTrajectoryOf is a gateway trajectory of n tool calls (a call and
+// its result each), as the runner stores it next to agentTrajectoryOf(n).
+func gatewayTrajectoryOf(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, `{"event_type":"tool_call","event_id":"event_%d","timestamp_utc":"2026-03-02T09:00:00.000000+00:00","virtual_time":"2026-03-02T09:00:00Z","role":"assistant","tool_call":{"function_name":"tool_%d","arguments":{"i":%d}}}`+"\n", 2*i, i%20, i)
+		fmt.Fprintf(&b, `{"event_type":"tool_call_result","event_id":"event_%d","timestamp_utc":"2026-03-02T09:00:00.010000+00:00","tool_call_event_id":"event_%d","tool_call_result":{"content":[{"type":"text","text":"ok"}],"isError":false}}`+"\n", 2*i+1, 2*i)
+	}
+	return b.String()
+}
+
+// BenchmarkTrajectoryFirstView measures the first request for a 10,000-call
+// trajectory nobody opened yet: "cold" indexes it inside the request;
+// "listed" first opens the run page that lists it (which indexes it in the
+// background, untimed) and then times the trajectory's first request.
+// "timeline_cold" is the first view of an agent and a gateway trajectory
+// merged (10,000 calls each), "timeline_cached" a later one.
+func BenchmarkTrajectoryFirstView(b *testing.B) {
+	f := newFixture(b, nil)
+	body := agentTrajectoryOf(10_000)
+	f.object("gw/trajectory.jsonl", gatewayTrajectoryOf(10_000))
+	timedGet(b, f.srv.Client(), f.srv.URL+"/trajectory?key=agent/trajectory.json&gw=gw/trajectory.jsonl") // cached from here
+	f.object("agent/trajectory.json", body)
+	seq := 0 // keys stay fresh across the runs b.Run makes
+	for _, mode := range []string{"cold", "listed"} {
+		b.Run(mode, func(b *testing.B) {
+			var ttfb, total time.Duration
+			for range b.N {
+				seq++
+				i := seq
+				key := fmt.Sprintf("first/%s/%d.json", mode, i)
+				f.object(key, body)
+				if mode == "listed" {
+					id := fmt.Sprintf("@local/bench/t/%s-%d", mode, i)
+					f.record(registry.TaskInstances, id, instance(id, "completed", nil,
+						`"prompt_responses":[{"step_id":"p","prompt_id":"p","agent_trajectory_object_url":"`+f.objs.URL(key)+`"}]`))
+					timedGet(b, f.srv.Client(), f.srv.URL+"/run?id="+q(id))
+					f.h.WaitPrefetch()
+				}
+				a, t := timedGet(b, f.srv.Client(), f.srv.URL+"/trajectory?key="+q(key))
+				ttfb += a
+				total += t
+			}
+			n := float64(b.N)
+			b.ReportMetric(float64(ttfb.Microseconds())/n/1000, "ttfb-ms")
+			b.ReportMetric(float64(total.Microseconds())/n/1000, "full-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+	gwBody := gatewayTrajectoryOf(10_000)
+	for _, mode := range []string{"timeline_cold", "timeline_cached"} {
+		b.Run(mode, func(b *testing.B) {
+			var total time.Duration
+			for range b.N {
+				agent, gw := "agent/trajectory.json", "gw/trajectory.jsonl"
+				if mode == "timeline_cold" {
+					seq++
+					agent, gw = fmt.Sprintf("tl/%d/agent.json", seq), fmt.Sprintf("tl/%d/gw.jsonl", seq)
+					f.object(agent, body)
+					f.object(gw, gwBody)
+				}
+				_, t := timedGet(b, f.srv.Client(), f.srv.URL+"/trajectory?key="+q(agent)+"&gw="+q(gw))
+				total += t
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "full-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
 }

@@ -23,6 +23,7 @@ type fixture struct {
 	objs *fsobject.Store
 	srv  *httptest.Server
 	dir  string
+	h    *explorer.Server
 }
 
 func newFixture(t testing.TB, o *explorer.Options) *fixture {
@@ -41,9 +42,10 @@ func newFixture(t testing.TB, o *explorer.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = h.Close() })
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	return &fixture{t: t, docs: docs, objs: objs, srv: srv, dir: dir}
+	return &fixture{t: t, docs: docs, objs: objs, srv: srv, dir: dir, h: h}
 }
 
 func (f *fixture) put(c registry.Collection, id, body string) {
@@ -105,12 +107,15 @@ func (f *fixture) seed() {
 	f.put(registry.Tasks, taskID, `{"type":"task","steps":[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600}]}`)
 	f.put(registry.Envs, "email", `{"type":"multi","name":"email","description":"a mailbox"}`)
 	f.put(registry.Evals, "weekly", `{"type":"eval","tasks":[{"task_id":"@local/demo/q3","version":1}]}`)
+	f.liveInstance("email-0001", "http://127.0.0.1:1", "torn_down")
 	done := `"prompt_responses":[{"step_id":"prompt","prompt_id":"q3","prompt_text":"Reply to Alice","response":"Done: replied.",
 "tool_call_count":2,"agent_trajectory_object_url":"` + f.objs.URL(agentTraj) + `"},
 {"step_id":"prompt","prompt_id":"q4","prompt_text":"And Bob?","response":"No.","tool_call_count":0,"agent_trajectory_object_url":"` + f.objs.URL("prompt_agent_trajectories/deleted.json") + `"}],
 "deployed_envs":[{"instance_id":"email-abc","env_id":"email","env_version":1,"sandbox_id":"process-abc"}],
 "deployed_agents":[{"instance_id":"scripted-abc","a2a_agent_id":"scripted","a2a_agent_version":1,"role":"assistant","sandbox_id":"process-def"}],
-"metadata":{"verifications":{"check":{"score":1,"results":[{"criterion":"a reply to Alice is in the sent folder","result":true,"score":1,"justification":"found Re: Q3"},
+"metadata":{"env_trajectories":{"email":{"env_id":"email","instance_id":"email-abc","object_key":"` + gwTraj + `","object_url":"` + f.objs.URL(gwTraj) + `","bytes":700},
+"slack":{"env_id":"slack","instance_id":"slack-abc","error":"GET http://127.0.0.1:1/trajectory: connection refused"}},
+"verifications":{"check":{"score":1,"results":[{"criterion":"a reply to Alice is in the sent folder","result":true,"score":1,"justification":"found Re: Q3"},
 {"criterion":"it is polite","result":false,"score":0.5,"justification":"terse","id":"polite"}]}}}`
 	f.record(registry.TaskInstances, doneID, instance(doneID, "completed", []string{"env", "agent", "prompt", "check"}, done))
 	f.record(registry.TaskInstances, failedID, instance(failedID, "failed", []string{"env"}, `"metadata":{}`))

@@ -45,6 +45,9 @@ type TrajectoryEntry struct {
 	VirtualTime string   `json:"virtual_time,omitempty"`
 	LatencyMS   *float64 `json:"latency_ms,omitempty"`
 	EventID     string   `json:"event_id,omitempty"`
+	// Source, in a merged timeline, is agent, gateway or agent+gateway
+	// (an agent call the gateway recorded).
+	Source string `json:"source,omitempty"`
 	// Raw is the entry as stored, for kinds the viewer does not know.
 	Raw json.RawMessage `json:"raw,omitempty"`
 }
@@ -52,7 +55,7 @@ type TrajectoryEntry struct {
 // TrajectoryPage is one page of a trajectory.
 type TrajectoryPage struct {
 	Key    string `json:"key"`
-	Format string `json:"format"` // agent | gateway
+	Format string `json:"format"` // agent | gateway | timeline (merged)
 	Bytes  int64  `json:"bytes"`
 	Total  int    `json:"total"` // entries matching the search
 	Offset int    `json:"offset"`
@@ -341,21 +344,22 @@ func shortRaw(b json.RawMessage) string {
 	return truncate(string(b), 4000)
 }
 
+// pageOf is one page of key, merged with the gateway trajectory gw when
+// given.
+func (s *Server) pageOf(ctx context.Context, key, gw, q string, offset, limit int) (*TrajectoryPage, error) {
+	if gw != "" {
+		return s.timelinePage(ctx, key, gw, q, offset, limit)
+	}
+	return s.trajectoryPage(ctx, key, q, offset, limit)
+}
+
 func parseTrajectoryParams(c echo.Context) (key, q string, offset, limit int, err error) {
 	key, q = c.QueryParam("key"), c.QueryParam("q")
 	if key == "" {
 		return "", "", 0, 0, badRequest("key", "required (the trajectory's object key)")
 	}
-	limit = defaultTrajectoryLimit
-	if v := c.QueryParam("offset"); v != "" {
-		if offset, err = strconv.Atoi(v); err != nil || offset < 0 {
-			return "", "", 0, 0, badRequest("offset", "must be a number >= 0")
-		}
-	}
-	if v := c.QueryParam("limit"); v != "" {
-		if limit, err = strconv.Atoi(v); err != nil || limit < 1 || limit > maxTrajectoryLimit {
-			return "", "", 0, 0, badRequest("limit", "must be a number in 1..1000")
-		}
+	if offset, limit, err = offsetLimit(c, defaultTrajectoryLimit, maxTrajectoryLimit); err != nil {
+		return "", "", 0, 0, err
 	}
 	return key, q, offset, limit, nil
 }
@@ -365,7 +369,7 @@ func (s *Server) apiTrajectory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := s.trajectoryPage(c.Request().Context(), key, q, offset, limit)
+	p, err := s.pageOf(c.Request().Context(), key, c.QueryParam("gw"), q, offset, limit)
 	if err != nil {
 		return storeError(err)
 	}
@@ -374,9 +378,11 @@ func (s *Server) apiTrajectory(c echo.Context) error {
 
 type trajectoryView struct {
 	Key, Q, Run string
-	Page        *TrajectoryPage
-	Err         string
-	Prev, Next  string
+	// GW is the gateway trajectory merged in, if any.
+	GW         string
+	Page       *TrajectoryPage
+	Err        string
+	Prev, Next string
 }
 
 func (s *Server) pageTrajectory(c echo.Context) error {
@@ -384,8 +390,8 @@ func (s *Server) pageTrajectory(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := &trajectoryView{Key: key, Q: q, Run: c.QueryParam("run")}
-	v.Page, err = s.trajectoryPage(c.Request().Context(), key, q, offset, limit)
+	v := &trajectoryView{Key: key, Q: q, Run: c.QueryParam("run"), GW: c.QueryParam("gw")}
+	v.Page, err = s.pageOf(c.Request().Context(), key, v.GW, q, offset, limit)
 	if err != nil {
 		if errors.Is(err, registry.ErrNotFound) {
 			v.Err = "The trajectory " + key + " is not in the object store (deleted, or written to another store)."

@@ -76,3 +76,14 @@ func ForDeployed(rc *runner.RunContext, e runner.DeployedEnv, hc *http.Client) *
 	c.token = &tokenSource{get: func(ctx context.Context) string { return ControlToken(ctx, rc, entry) }}
 	return c
 }
+
+// NewWithControlToken is New for a gateway whose control token the caller
+// already holds (the explorer reads it from the env instance record); ""
+// sends none.
+func NewWithControlToken(base, controlToken string, hc *http.Client) *Client {
+	c := New(base, hc)
+	if controlToken != "" {
+		c.token = &tokenSource{get: func(context.Context) string { return controlToken }}
+	}
+	return c
+}
