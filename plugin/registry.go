@@ -18,7 +18,6 @@ import (
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundles"
-	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/steps"
 )
 
@@ -588,10 +587,7 @@ func (r *Registry) Sandboxes() []SandboxProvider {
 	var out []SandboxProvider
 	for _, e := range r.active() {
 		for _, s := range e.p.Sandboxes {
-			e, next := e, s.New
-			s.New = func(ctx context.Context, env *ProviderEnv) (runner.SandboxProvider, error) {
-				return next(ctx, e.providerEnv(env))
-			}
+			s.New = withProviderEnv(e, s.New)
 			out = append(out, s)
 		}
 	}
@@ -603,14 +599,17 @@ func (r *Registry) EnvBackends() []EnvBackend {
 	var out []EnvBackend
 	for _, e := range r.active() {
 		for _, b := range e.p.EnvBackends {
-			e, next := e, b.New
-			b.New = func(ctx context.Context, env *ProviderEnv) (envdeploy.Backend, error) {
-				return next(ctx, e.providerEnv(env))
-			}
+			b.New = withProviderEnv(e, b.New)
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// withProviderEnv wraps a provider's or backend's New so that it gets e's
+// ProviderEnv (its settings and its own Root).
+func withProviderEnv[T any](e *entry, next func(context.Context, *ProviderEnv) (T, error)) func(context.Context, *ProviderEnv) (T, error) {
+	return func(ctx context.Context, env *ProviderEnv) (T, error) { return next(ctx, e.providerEnv(env)) }
 }
 
 // providerEnv is env for one of e's providers: its settings, and a Root
