@@ -18,7 +18,6 @@ import (
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/bundles"
-	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/steps"
 )
 
@@ -139,7 +138,10 @@ type Registry struct {
 	entries    []*entry
 	owners     map[claim]*entry
 	configured bool
-	problems   []error // from Configure
+	settings   map[string]map[string]any // Configure's, for plugins added later
+	impls      []string                  // Configure's [task_steps] impls
+	pending    map[string]bool           // plugins to be added later (Pending)
+	problems   []error                   // from Configure
 	warnings   []string
 }
 
@@ -259,7 +261,53 @@ func (r *Registry) Add(p Plugin) error {
 		e.inactive = p.Unavailable
 		r.problems = append(r.problems, p.Unavailable)
 	}
+	if r.configured && e.active() {
+		r.configureLate(e)
+	}
 	return nil
+}
+
+// Pending names plugins that will be added later, after Configure (the
+// CLI starts process plugins only when a command needs them): Configure
+// does not warn that their [plugins.<name>] tables configure nothing.
+func (r *Registry) Pending(names ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending == nil {
+		r.pending = map[string]bool{}
+	}
+	for _, n := range names {
+		r.pending[n] = true
+	}
+}
+
+// configureLate gives a plugin added after Configure what Configure gave
+// the others: its settings, its Configure call and [task_steps] impls
+// (whose problems were reported by Configure already). Called with r.mu
+// held.
+func (r *Registry) configureLate(e *entry) {
+	e.settings = r.settings[e.p.Name]
+	if e.p.Configure != nil {
+		if err := configure(e.p, e.settings); err != nil {
+			e.inactive = fmt.Errorf("plugin %q: [plugins.%s] settings: %w", e.p.Name, e.p.Name, err)
+			r.problems = append(r.problems, e.inactive)
+		}
+	}
+	if len(r.impls) > 0 {
+		_ = r.applyStepImpls(r.byName(), r.impls)
+	}
+}
+
+// byName maps the names of the plugins not refused to their entries.
+// Called with r.mu held.
+func (r *Registry) byName() map[string]*entry {
+	out := map[string]*entry{}
+	for _, e := range r.entries {
+		if e.refused == nil {
+			out[e.p.Name] = e
+		}
+	}
+	return out
 }
 
 var pluginName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -380,19 +428,15 @@ func (r *Registry) Configure(settings map[string]map[string]any, stepImpls []str
 		return errors.Join(r.problems...)
 	}
 	r.configured = true
-	byName := map[string]*entry{}
-	for _, e := range r.entries {
-		if e.refused == nil {
-			byName[e.p.Name] = e
-		}
-	}
+	r.settings, r.impls = settings, stepImpls
+	byName := r.byName()
 	var tables []string
 	for name := range settings {
 		tables = append(tables, name)
 	}
 	sort.Strings(tables)
 	for _, name := range tables {
-		if byName[name] == nil {
+		if byName[name] == nil && !r.pending[name] {
 			r.warnings = append(r.warnings, fmt.Sprintf("[plugins.%s] configures a plugin this agent-env does not have (agent-env plugin list)", name))
 		}
 	}
@@ -588,10 +632,7 @@ func (r *Registry) Sandboxes() []SandboxProvider {
 	var out []SandboxProvider
 	for _, e := range r.active() {
 		for _, s := range e.p.Sandboxes {
-			e, next := e, s.New
-			s.New = func(ctx context.Context, env *ProviderEnv) (runner.SandboxProvider, error) {
-				return next(ctx, e.providerEnv(env))
-			}
+			s.New = withProviderEnv(e, s.New)
 			out = append(out, s)
 		}
 	}
@@ -603,14 +644,17 @@ func (r *Registry) EnvBackends() []EnvBackend {
 	var out []EnvBackend
 	for _, e := range r.active() {
 		for _, b := range e.p.EnvBackends {
-			e, next := e, b.New
-			b.New = func(ctx context.Context, env *ProviderEnv) (envdeploy.Backend, error) {
-				return next(ctx, e.providerEnv(env))
-			}
+			b.New = withProviderEnv(e, b.New)
 			out = append(out, b)
 		}
 	}
 	return out
+}
+
+// withProviderEnv wraps a provider's or backend's New so that it gets e's
+// ProviderEnv (its settings and its own Root).
+func withProviderEnv[T any](e *entry, next func(context.Context, *ProviderEnv) (T, error)) func(context.Context, *ProviderEnv) (T, error) {
+	return func(ctx context.Context, env *ProviderEnv) (T, error) { return next(ctx, e.providerEnv(env)) }
 }
 
 // providerEnv is env for one of e's providers: its settings, and a Root

@@ -296,3 +296,30 @@ func TestBundleFSIsAFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A plugin added after Configure (a process plugin started when a command
+// first needs it) gets its settings and [task_steps] impls as if it had
+// been there, and a Pending plugin's settings table is not reported as
+// configuring nothing.
+func TestAPluginAddedAfterConfigure(t *testing.T) {
+	reg := plugin.NewRegistry(nil)
+	_ = reg.Add(plugin.Plugin{Name: "cards", Steps: []runner.StepInfo{stepInfo("draw_card")}})
+	reg.Pending("dice")
+	settings := map[string]map[string]any{"dice": {"sides": int64(6)}}
+	if err := reg.Configure(settings, []string{"cards", "dice:roll_dice"}); err == nil || !strings.Contains(err.Error(), `"dice:roll_dice"`) {
+		t.Fatalf("Configure = %v, want the impl naming a plugin not added yet reported", err)
+	}
+	if w := reg.Warnings(); len(w) != 0 {
+		t.Errorf("warnings = %q, want none for a pending plugin", w)
+	}
+	if err := reg.Add(plugin.Plugin{Name: "dice", Kind: plugin.KindProcess, Steps: []runner.StepInfo{stepInfo("roll_dice"), stepInfo("reroll")}}); err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := reg.Lookup("dice")
+	if rec.Settings["sides"] != int64(6) || strings.Join(rec.DisabledSteps, ",") != "reroll" {
+		t.Errorf("late plugin record = %+v, want its settings and reroll disabled", rec)
+	}
+	if _, err := reg.Steps().Lookup("roll_dice"); err != nil {
+		t.Error("roll_dice is not enabled")
+	}
+}

@@ -167,14 +167,10 @@ func newArtifactVMImageCmd(d *deps) *cobra.Command {
 // --json, and the printed line.
 func putKind(d *deps, cmd *cobra.Command,
 	put func(ctx context.Context, arts *artifact.Store, id string) (rec any, line string, err error)) {
-	var flagID string
+	var id string
 	var out *outputFlag
-	cmd.Args = cobra.MaximumNArgs(1)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		id, err := artifactIDArg(args, flagID)
-		if err != nil {
-			return err
-		}
+	idArg(cmd, &id, idSpec{noun: "artifact"}) // ID or --id (args.go)
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		return d.withStores(cmd.Context(), func(ctx context.Context, st *storeSet) error {
 			rec, line, err := put(ctx, st.ArtifactsFor(id), id)
 			if err != nil {
@@ -187,41 +183,21 @@ func putKind(d *deps, cmd *cobra.Command,
 			return nil
 		})
 	}
-	fl := cmd.Flags()
-	fl.StringVar(&flagID, "id", "", "artifact id (or give it as the first argument)")
 	out = addOutputFlag(cmd, formatTable)
-}
-
-// artifactIDArg is the id given as the first argument or as --id, not both.
-func artifactIDArg(args []string, flag string) (string, error) {
-	switch {
-	case len(args) == 1 && flag != "" && args[0] != flag:
-		return "", fmt.Errorf("the id is given twice: %q and --id %q", args[0], flag)
-	case len(args) == 1:
-		return args[0], nil
-	case flag != "":
-		return flag, nil
-	}
-	return "", errors.New("give the artifact id as the first argument (or --id)")
 }
 
 // newKindGetCmd is `<kind> get ID[:VERSION]`: the stored document as JSON
 // (every member, also those this build does not know), or with
 // --output-dir the files written by write.
 func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, arts *artifact.Store, ref registry.Ref, dir string) (artifact.Header, []string, error)) *cobra.Command {
-	var flagID, outputDir string
+	var id, outputDir string
 	var version int
 	var out *outputFlag
 	cmd := &cobra.Command{
 		Use:   "get ID[:VERSION] [--output-dir DIR]",
 		Short: short,
-		Args:  cobra.MaximumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := artifactIDArg(args, flagID)
-			if err != nil {
-				return err
-			}
-			ref, err := refFlag(s, version)
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ref, err := refFlag(id, version)
 			if err != nil {
 				return err
 			}
@@ -252,8 +228,8 @@ func newKindGetCmd(d *deps, typ, short string, write func(ctx context.Context, a
 			})
 		},
 	}
+	idArg(cmd, &id, idSpec{noun: "artifact"}) // ID[:VERSION] or --id (args.go)
 	fl := cmd.Flags()
-	fl.StringVar(&flagID, "id", "", "artifact id or id:version (or give it as the first argument)")
 	fl.IntVar(&version, "version", 0, "version (default latest)")
 	fl.StringVar(&outputDir, "output-dir", "", "write the files here instead of printing the record")
 	out = addOutputFlag(cmd, formatTable)

@@ -45,7 +45,7 @@ func TestArtifactSkillCommands(t *testing.T) {
 		{[]string{"artifact", "skill", "put", "tidy", "--skill-dir", filepath.Join(dir, "bad")}, `invalid SKILL.md description: is required`},
 		{[]string{"artifact", "skill", "put", "other", "--skill-dir", filepath.Join(dir, "tidy")}, `must equal the skill id's last segment "other"`},
 		{[]string{"artifact", "skill", "put", "tidy"}, "--skill-dir is required"},
-		{[]string{"artifact", "skill", "put", "a", "--id", "b", "--skill-dir", dir}, `the id is given twice`},
+		{[]string{"artifact", "skill", "put", "a", "--id", "b", "--skill-dir", dir}, `the artifact id is given twice`},
 		{[]string{"artifact", "skill", "get", "tidy-files"}, `is a "file_artifact_universe", not a "skill"`},
 	} {
 		code, _, stderr := c.run(tc.args...)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,7 @@ func newPluginCmd(d *deps) *cobra.Command {
 // reach the plugins) and returns the registry. A config that cannot load
 // is returned as a problem, not fatal: listing plugins must still work.
 func (d *deps) configuredPlugins() (*plugin.Registry, error) {
+	d.startProcessPlugins(context.Background()) // every plugin is listed with its status (processplugins.go)
 	_, err := d.loadConfig()
 	if err != nil {
 		d.configurePlugins(nil)

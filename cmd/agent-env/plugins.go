@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func (d *deps) wirePlugins(root *cobra.Command) {
 	root.PersistentPreRun = nil
 	root.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		pre(cmd, args)
-		d.addProcessPlugins(cmd) // processplugins.go
+		d.findProcessPlugins(cmd) // started when first needed (processplugins.go)
 		return d.refuseBrokenPlugins(cmd)
 	}
 }
@@ -92,9 +93,21 @@ func (d *deps) configOptions() *config.Options {
 	return &config.Options{Getenv: d.getenv, SandboxProviders: reg.SandboxNames(), StoreImpls: reg.StoreImpls()}
 }
 
+// unknownSandboxName reports whether err is the config naming a sandbox
+// provider that no built-in or started plugin has, while process plugins
+// that may provide it have not been started.
+func (d *deps) unknownSandboxName(err error) bool {
+	var ce *config.Error
+	if !errors.As(err, &ce) || !strings.HasPrefix(ce.Key, "sandbox.") {
+		return false
+	}
+	return len(d.proc.specs) > 0 && d.startedProcessPlugins() == nil
+}
+
 // configurePlugins hands the plugins their [plugins.<name>] settings and
 // applies [task_steps] impls, once per process; its problems are logged
-// (plugin check reports them as failures).
+// (plugin check reports them as failures). Impls may name process
+// plugins' step types, so with impls set they are started first.
 func (d *deps) configurePlugins(cfg *config.Config) {
 	d.pluginsConfigured.Do(func() {
 		reg := d.pluginRegistry()
@@ -102,6 +115,9 @@ func (d *deps) configurePlugins(cfg *config.Config) {
 		var impls []string
 		if cfg != nil {
 			settings, impls = cfg.Plugins, cfg.TaskSteps.Impls
+		}
+		if len(impls) > 0 {
+			d.startProcessPlugins(context.Background())
 		}
 		if err := reg.Configure(settings, impls); err != nil {
 			for _, p := range unjoin(err) {
@@ -128,6 +144,7 @@ func unjoin(err error) []error {
 // steps is the step registry of every runner the CLI makes: the built-in
 // step types, then the enabled step types of the active plugins.
 func (d *deps) steps() *runner.StepRegistry {
+	d.startProcessPlugins(context.Background()) // their step types (processplugins.go)
 	if cfg, err := d.loadConfig(); err != nil || cfg == nil {
 		d.configurePlugins(nil) // the command reports the config error itself
 	}
@@ -147,6 +164,7 @@ func (d *deps) pluginProviderEnv(storeID string) *plugin.ProviderEnv {
 // it then fails naming the provider. Construction only: ctx is not a
 // command's, so New must not block.
 func (d *deps) addPluginSandboxes(out map[string]runner.SandboxProvider, storeID string) {
+	d.startProcessPlugins(context.Background()) // their sandbox providers (processplugins.go)
 	for _, sp := range d.pluginRegistry().Sandboxes() {
 		p, err := sp.New(context.Background(), d.pluginProviderEnv(storeID))
 		if err != nil {
@@ -160,6 +178,7 @@ func (d *deps) addPluginSandboxes(out map[string]runner.SandboxProvider, storeID
 // addPluginBackends adds the plugins' env backends to out, as
 // addPluginSandboxes does.
 func (d *deps) addPluginBackends(out map[string]envdeploy.Backend, storeID string) {
+	d.startProcessPlugins(context.Background())
 	for _, b := range d.pluginRegistry().EnvBackends() {
 		be, err := b.New(context.Background(), d.pluginProviderEnv(storeID))
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sync"
@@ -13,41 +14,84 @@ import (
 )
 
 // processPlugins are the process plugins of one command (plugin/process):
-// started when the command starts, ended when it returns.
+// found when the command starts, started only when the command first
+// needs what they may provide, ended when it returns.
 type processPlugins struct {
-	once sync.Once
-	set  *process.Set
+	found sync.Once
+	specs []process.Spec
+
+	start sync.Once
+	mu    sync.Mutex
+	set   *process.Set // nil until started
 }
 
-// addProcessPlugins finds, starts and describes the process plugins
-// ([plugins.<name>] command = [...] in config.toml, agentenv-plugin-<name>
-// on PATH) and adds each to the plugin registry, before the configuration
-// is validated against the names plugins add. A plugin that cannot start
-// is listed inactive with the reason (plugin check fails on it). Help
-// starts none.
-func (d *deps) addProcessPlugins(cmd *cobra.Command) {
+// findProcessPlugins finds the process plugins ([plugins.<name>] command
+// = [...] in config.toml, agentenv-plugin-<name> on PATH) without
+// starting any: starting one costs a process and its plugin/describe
+// answer, which most commands (version, artifact list, ...) never need.
+// Their names are pending in the plugin registry until they start (so
+// their settings tables are not "configuring nothing"). Help finds none.
+func (d *deps) findProcessPlugins(cmd *cobra.Command) {
 	if !cmd.HasParent() || cmd.Name() == "help" || cmd.Name() == "completion" {
 		return
 	}
-	d.proc.once.Do(func() {
+	d.proc.found.Do(func() {
 		tables, dir := pluginTables(d.getenv)
 		specs, errs := process.Discover(process.DiscoverOptions{Plugins: tables, ConfigDir: dir, Path: d.getenv("PATH")})
 		for _, err := range errs {
 			d.logger().Warn("plugin", "problem", err.Error())
 		}
-		d.proc.set = process.Load(cmd.Context(), specs, &process.Options{Logger: d.logger()})
+		d.proc.specs = specs
+		names := make([]string, len(specs))
+		for i, s := range specs {
+			names[i] = s.Name
+		}
+		d.pluginRegistry().Pending(names...)
+	})
+}
+
+// startProcessPlugins starts the process plugins found (once per command),
+// asks each for its description and adds it to the plugin registry. It is
+// called on the first need of what they may provide: a step type (any
+// runner: task create's validation, run, ...), a sandbox provider or env
+// backend, a config that names a sandbox provider no built-in has,
+// [task_steps] impls, and plugin list/show/check. A plugin that cannot
+// start is listed inactive with the reason (plugin check fails on it); one
+// that claims a name another owner has is refused, and that is logged.
+// ctx bounds the starting only; the processes live until the command ends.
+func (d *deps) startProcessPlugins(ctx context.Context) {
+	d.proc.start.Do(func() {
+		if len(d.proc.specs) == 0 {
+			return
+		}
+		set := process.Load(ctx, d.proc.specs, &process.Options{Logger: d.logger()})
+		d.proc.mu.Lock()
+		d.proc.set = set
+		d.proc.mu.Unlock()
 		reg := d.pluginRegistry()
-		for _, l := range d.proc.set.Plugins {
-			_ = reg.Add(l.Registration()) // a refused plugin stays listed; refuseBrokenPlugins reports it
+		for _, l := range set.Plugins {
+			if err := reg.Add(l.Registration()); err != nil { // a refused plugin stays listed
+				d.logger().Warn("plugin refused", "error", err.Error())
+			}
 		}
 	})
 }
 
 // closeProcessPlugins ends every plugin process the command started.
 func (d *deps) closeProcessPlugins() {
-	if d.proc.set != nil {
-		_ = d.proc.set.Close()
+	d.proc.mu.Lock()
+	set := d.proc.set
+	d.proc.mu.Unlock()
+	if set != nil {
+		_ = set.Close()
 	}
+}
+
+// startedProcessPlugins is the set started, nil when none was (tests).
+func (d *deps) startedProcessPlugins() *process.Set {
+	d.proc.mu.Lock()
+	defer d.proc.mu.Unlock()
+	return d.proc.set
 }
 
 // pluginTables reads the [plugins] tables of the config file (and its

@@ -111,6 +111,10 @@ func newRootCmd(d *deps) *cobra.Command {
 // file fails every command that needs configuration.
 func (d *deps) loadConfig() (*config.Config, error) {
 	cfg, err := config.Load(d.configOptions()) // names plugins add are valid (plugins.go)
+	if d.unknownSandboxName(err) {             // a process plugin may provide it (plugins.go)
+		d.startProcessPlugins(context.Background())
+		cfg, err = config.Load(d.configOptions())
+	}
 	if err == nil {
 		d.configurePlugins(cfg)
 	}

@@ -62,33 +62,57 @@ func TestTwoHundredStepsOneProcess(t *testing.T) {
 	}
 }
 
+// gradesN is a task of one dice_roll and n-1 dice_grade steps, each
+// grade reading the roll from the run context (which grows by one
+// verification per step).
+func gradesN(n int) []byte {
+	var b strings.Builder
+	b.WriteString(`[{"id":"s0","type":"dice_roll","count":2}`)
+	for i := 1; i < n; i++ {
+		fmt.Fprintf(&b, `,{"id":"s%d","type":"dice_grade","verifier_id":"s%d","roll_step_id":"s0","at_least":1}`, i, i)
+	}
+	b.WriteString("]")
+	return []byte(b.String())
+}
+
 // BenchmarkTwoHundredSteps runs a task of 200 steps through one plugin
-// process: the Go test plugin (plugin) and the Python example
-// (python, 200 dice_roll steps), and through an in-process step doing the
-// same context write (inprocess, the floor); per-step overhead =
-// (plugin - inprocess) / 200.
+// process, and through an in-process step doing the same context write
+// (inprocess, the floor); per-step overhead = (case - inprocess) / 200.
+// Cases, before and after context deltas in the same run:
+//
+//	plugin-full    the Go test plugin's echo, sent the whole context
+//	plugin-delta   the same, from the plugin declaring context_deltas
+//	python-none    the Python example's dice_roll, which asks for no context
+//	python-full    its dice_grade (reads the context), context_deltas = false
+//	python-delta   the same with context deltas (the example's default)
 func BenchmarkTwoHundredSteps(b *testing.B) {
-	for _, kind := range []string{"inprocess", "plugin", "python"} {
+	dice := func(b *testing.B, settings map[string]any) *Set {
+		if _, err := exec.LookPath("python3"); err != nil {
+			b.Skip("python3 is not installed")
+		}
+		return Load(context.Background(), []Spec{{Name: "dice", Settings: settings,
+			Command: []string{"../../examples/plugins/dice/agentenv-plugin-dice"}}}, nil)
+	}
+	for _, kind := range []string{"inprocess", "plugin-full", "plugin-delta", "python-none", "python-full", "python-delta"} {
 		b.Run(kind, func(b *testing.B) {
 			reg := runner.NewStepRegistry()
-			typ := "echo"
-			if kind == "inprocess" {
-				typ = "go_echo"
-				reg.Register(runner.StepInfo{Type: typ, New: func() runner.Step { return &inProcessEcho{} }})
-			} else if kind == "python" {
-				if _, err := exec.LookPath("python3"); err != nil {
-					b.Skip("python3 is not installed")
-				}
-				typ = "dice_roll"
-				set := Load(context.Background(), []Spec{{Name: "dice", Command: []string{"../../examples/plugins/dice/agentenv-plugin-dice"}}}, nil)
-				defer set.Close()
-				if errs := set.Errs(); len(errs) > 0 {
-					b.Fatal(errs)
-				}
-				reg = register(b, set, reg).Steps()
-			} else {
-				spec, opts := testSpec(b, "tp", "ok")
-				set := Load(context.Background(), []Spec{spec}, opts)
+			task := stepsN("echo", 200)
+			var set *Set
+			switch kind {
+			case "inprocess":
+				task = stepsN("go_echo", 200)
+				reg.Register(runner.StepInfo{Type: "go_echo", New: func() runner.Step { return &inProcessEcho{} }})
+			case "plugin-full", "plugin-delta":
+				spec, opts := testSpec(b, "tp", map[string]string{"plugin-full": "ok", "plugin-delta": "delta"}[kind])
+				set = Load(context.Background(), []Spec{spec}, opts)
+			case "python-none":
+				task, set = stepsN("dice_roll", 200), dice(b, nil)
+			case "python-full":
+				task, set = gradesN(200), dice(b, map[string]any{"context_deltas": false})
+			case "python-delta":
+				task, set = gradesN(200), dice(b, nil)
+			}
+			if set != nil {
 				defer set.Close()
 				if errs := set.Errs(); len(errs) > 0 {
 					b.Fatal(errs)
@@ -96,14 +120,14 @@ func BenchmarkTwoHundredSteps(b *testing.B) {
 				reg = register(b, set, reg).Steps()
 			}
 			r := runner.New(&runner.Options{Steps: reg})
-			task, err := r.ParseTask("t", 1, stepsN(typ, 200))
+			parsed, err := r.ParseTask("t", 1, task)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
 			for b.Loop() {
 				rc := runner.NewRunContext(nil, nil)
-				if _, err := r.Run(context.Background(), task, rc, nil); err != nil {
+				if _, err := r.Run(context.Background(), parsed, rc, nil); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -21,7 +21,9 @@
 //   - Plugin.StepInfos adapts its step types to runner.StepInfo: the
 //     fields are kept as given, checked against the type's JSON Schema and
 //     by step/validate, and step/run returns context operations (Op) that
-//     are validated and applied all or none.
+//     are validated and applied all or none. A plugin that declares
+//     context_deltas gets the run context whole once per process, then
+//     only a ContextDelta per step (delta.go).
 //   - Provider and Sandbox adapt its sandbox providers to runner/sandbox
 //     (they pass runner/sandboxtest).
 //   - Set loads many plugins; Loaded.Registration is a loaded plugin's

@@ -143,6 +143,7 @@ func (p *Plugin) process(ctx context.Context) (*proc, error) {
 		}
 		return nil, err
 	}
+	pr.deltas = d.ContextDeltas
 	p.cur, p.desc = pr, &d
 	return pr, nil
 }
@@ -209,6 +210,17 @@ func (p *Plugin) Call(ctx context.Context, method string, params, result any) er
 }
 
 func (p *Plugin) callOn(ctx context.Context, pr *proc, method string, params, result any) error {
+	return p.callWith(ctx, pr, method, func(*proc) (any, func(bool), error) { return params, nil, nil }, result)
+}
+
+// paramsFunc makes a request's params for the process that will get it,
+// right before the request is written. sent, when not nil, is called once
+// the request was written (true) or could not be (false): a step/run
+// keeps the process's context mirror locked from the delta until then,
+// so that deltas reach the plugin in order.
+type paramsFunc func(pr *proc) (params any, sent func(ok bool), err error)
+
+func (p *Plugin) callWith(ctx context.Context, pr *proc, method string, build paramsFunc, result any) error {
 	if err := ctx.Err(); err != nil {
 		return &Error{Plugin: p.spec.Name, Method: method, Err: err}
 	}
@@ -221,7 +233,14 @@ func (p *Plugin) callOn(ctx context.Context, pr *proc, method string, params, re
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	id := jsonrpc2.ID{Num: p.ids.Add(1)}
+	params, sent, err := build(pr)
+	if err != nil {
+		return &Error{Plugin: p.spec.Name, Method: method, Err: err}
+	}
 	w, err := pr.conn.DispatchCall(cctx, method, params, jsonrpc2.PickID(id))
+	if sent != nil {
+		sent(err == nil)
+	}
 	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) {
 		// The request could not be written: the process is gone or going.
 		return &Error{Plugin: p.spec.Name, Method: method, Err: fmt.Errorf("could not send the request: %s", pr.why())}

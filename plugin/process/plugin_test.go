@@ -63,7 +63,7 @@ func checkClosed(t *testing.T, set *Set) {
 func TestDescribeSettingsAndSteps(t *testing.T) {
 	set, r := loadTest(t, "ok", 0, nil)
 	d := set.Plugins[0].Description
-	if d.Name != "test" || d.Version != "1.2.3" || len(d.Steps) != 9 {
+	if d.Name != "test" || d.Version != "1.2.3" || len(d.Steps) != 11 {
 		t.Fatalf("description = %+v", d)
 	}
 	task, err := r.ParseTask("t", 1, []byte(`[

@@ -28,6 +28,12 @@ type proc struct {
 	exited  chan struct{} // closed when the process has ended
 	waitErr error         // set before exited is closed
 
+	// deltas: the plugin declared context_deltas (set once, by the
+	// describe handshake, before the process serves other calls).
+	deltas bool
+	// ctx is the run context copy the process holds (delta.go).
+	ctx mirror
+
 	mu       sync.Mutex
 	inflight int
 	retired  bool // a call hung: kill once the other calls are done

@@ -96,6 +96,9 @@ func (s *Set) Close() error {
 // Running lists the ids of the plugin processes that have not ended (none
 // after Close): for leak checks.
 func (s *Set) Running() []int {
+	if s == nil {
+		return nil
+	}
 	var out []int
 	for _, l := range s.Plugins {
 		out = append(out, l.Plugin.running()...)

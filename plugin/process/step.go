@@ -111,18 +111,59 @@ func (c *stepConfig) Validate() error {
 }
 
 // Run sends the step to the plugin and applies the context operations it
-// returns, all or none.
+// returns, all or none. The context goes whole, or as a delta to a
+// plugin that keeps its copy (delta.go); a plugin that lost its copy
+// answers CodeContextResync and is sent the whole context once more.
 func (c *stepConfig) Run(ctx context.Context, rc *runner.RunContext) error {
 	token := runner.RandomHex(8)
 	c.p.tokens.Store(token, rc.Logger().With("plugin", c.p.spec.Name))
 	defer c.p.tokens.Delete(token)
-	doc := map[string]any{}
-	if !c.noContext {
-		doc = rc.SafeSnapshot()
-	}
-	params := RunParams{Type: c.typ, StepID: rc.StepID(), Fields: c.fields, Context: doc, Seed: rc.Seed(), Token: token}
+	base := RunParams{Type: c.typ, StepID: rc.StepID(), Fields: c.fields, Seed: rc.Seed(), Token: token}
 	var res RunResult
-	if err := c.p.Call(ctx, MethodStepRun, params, &res); err != nil {
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		var delta *proc // the process sent a delta, if one was
+		build := func(pr *proc) (any, func(bool), error) {
+			params := base
+			switch {
+			case c.noContext:
+				params.Context = map[string]any{}
+			case !pr.deltas:
+				params.Context = rc.SafeSnapshot()
+			default:
+				pr.ctx.mu.Lock()
+				if err := pr.ctx.contextFor(&params, rc.SafeSnapshot()); err != nil {
+					pr.ctx.forget()
+					pr.ctx.mu.Unlock()
+					return nil, nil, err
+				}
+				if params.ContextDelta != nil {
+					delta = pr
+				}
+				return params, func(ok bool) {
+					if !ok {
+						pr.ctx.forget()
+					}
+					pr.ctx.mu.Unlock()
+				}, nil
+			}
+			return params, nil, nil
+		}
+		var pr *proc
+		if pr, err = c.p.process(ctx); err != nil {
+			return err
+		}
+		res = RunResult{}
+		err = c.p.callWith(ctx, pr, MethodStepRun, build, &res)
+		if delta == nil || !remoteCode(err, CodeContextResync) {
+			break
+		}
+		delta.ctx.mu.Lock()
+		delta.ctx.forget()
+		delta.ctx.mu.Unlock()
+		c.p.log.Debug("plugin lost its copy of the run context; sending it whole", "step_id", rc.StepID())
+	}
+	if err != nil {
 		return err
 	}
 	if err := applyOps(rc, rc.StepID(), res.Ops); err != nil {

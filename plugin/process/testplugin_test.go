@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,8 +47,12 @@ func (stdio) Close() error { return nil }
 // serveTestPlugin is the test plugin. Behaviours:
 //
 //	ok       steps echo (metadata), grade (a verification), bad_op, hang,
-//	         crash, garbage, slow (honours $/cancelRequest); a sandbox
-//	         provider is not offered
+//	         crash, garbage, slow (honours $/cancelRequest), blind (asks
+//	         for no context), sighted, mirror (writes the context it got
+//	         to its metadata), forget (drops its copy of the context); a
+//	         sandbox provider is not offered
+//	delta    ok, declaring context_deltas: it keeps its copy of the run
+//	         context, applying each step/run's delta in arrival order
 //	exit     exits at once
 //	badproto answers describe with protocol version 9
 //	claims   describes step types roll and deploy_env (a built-in)
@@ -59,6 +64,11 @@ func serveTestPlugin(behaviour string) int {
 	}
 	cancels := make(chan jsonrpc2.ID, 16)
 	done := make(chan struct{})
+	var copyOf sync.Map // request id -> the received context of that step/run
+	var held *testCopy  // delta: the context copy the plugin keeps
+	if behaviour == "delta" {
+		held = &testCopy{}
+	}
 	h := jsonrpc2.HandlerWithError(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
 		switch r.Method {
 		case MethodDescribe:
@@ -75,13 +85,14 @@ func serveTestPlugin(behaviour string) int {
 			for _, s := range []string{"grade", "bad_op", "hang", "crash", "garbage", "slow"} {
 				steps = append(steps, StepType{Type: s})
 			}
-			steps = append(steps, StepType{Type: "blind", Context: ContextNone}, StepType{Type: "sighted"})
+			steps = append(steps, StepType{Type: "blind", Context: ContextNone}, StepType{Type: "sighted"},
+				StepType{Type: "mirror"}, StepType{Type: "forget"})
 			version := "no settings" // the version proves the settings arrived
 			if p.Settings["greeting"] == "hi" && p.Name == "tp" {
 				version = "1.2.3"
 			}
 			return Description{ProtocolVersion: v, Name: "test", Version: version, Steps: steps,
-				SandboxProviders: nil}, nil
+				SandboxProviders: nil, ContextDeltas: held != nil}, nil
 		case MethodCancel:
 			var p CancelParams
 			_ = json.Unmarshal(*r.Params, &p)
@@ -99,6 +110,17 @@ func serveTestPlugin(behaviour string) int {
 		case MethodStepRun:
 			var p RunParams
 			_ = json.Unmarshal(*r.Params, &p)
+			how := "full"
+			if held == nil && (p.ContextVersion != 0 || p.ContextDelta != nil) {
+				how = "delta fields sent to a plugin that did not ask for them"
+			}
+			if v, ok := copyOf.LoadAndDelete(r.ID); ok {
+				rcv := v.(received)
+				if rcv.err != nil {
+					return nil, rcv.err
+				}
+				p.Context, how = rcv.doc, rcv.how
+			}
 			_ = c.Notify(ctx, NotifyLog, LogParams{Token: p.Token, Level: "warn", Message: "running " + p.Type})
 			switch p.Type {
 			case "echo":
@@ -108,6 +130,14 @@ func serveTestPlugin(behaviour string) int {
 					{Op: OpSet, Path: []string{"metadata", p.StepID, "n"}, Value: mustJSON(n)},
 					{Op: OpAppend, Path: []string{"metadata", p.StepID, "seen"}, Value: mustJSON(p.Seed["k"])},
 				}}, nil
+			case "mirror":
+				return RunResult{Ops: []Op{
+					{Op: OpSet, Path: []string{"metadata", p.StepID, "saw"}, Value: mustJSON(p.Context)},
+					{Op: OpSet, Path: []string{"metadata", p.StepID, "how"}, Value: mustJSON(how)},
+				}}, nil
+			case "forget":
+				held.forget()
+				return RunResult{}, nil
 			case "blind", "sighted":
 				return RunResult{Ops: []Op{{Op: OpSet, Path: []string{"metadata", p.StepID, "keys"}, Value: mustJSON(len(p.Context))}}}, nil
 			case "grade":
@@ -137,11 +167,122 @@ func serveTestPlugin(behaviour string) int {
 		}
 		return nil, &jsonrpc2.Error{Code: CodeMethodNotFound, Message: "no method " + r.Method}
 	})
+	var serve jsonrpc2.Handler = jsonrpc2.AsyncHandler(h)
+	if held != nil {
+		// Deltas are applied in the order requests arrive, before the
+		// request is served on its own goroutine; each step/run gets its
+		// own copy of the context.
+		async := serve
+		serve = handlerFunc(func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) {
+			if r.Method == MethodStepRun && r.Params != nil {
+				var p RunParams
+				if err := json.Unmarshal(*r.Params, &p); err == nil {
+					doc, how, err := held.apply(p)
+					copyOf.Store(r.ID, received{doc: doc, how: how, err: err})
+				}
+			}
+			async.Handle(ctx, c, r)
+		})
+	}
 	conn := jsonrpc2.NewConn(context.Background(), &lineStream{r: newReader(os.Stdin), w: os.Stdout, closer: func() error { return nil }},
-		jsonrpc2.AsyncHandler(h))
+		serve)
 	<-conn.DisconnectNotify()
 	close(done)
 	return 0
+}
+
+type handlerFunc func(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request)
+
+func (f handlerFunc) Handle(ctx context.Context, c *jsonrpc2.Conn, r *jsonrpc2.Request) { f(ctx, c, r) }
+
+// received is the context a step/run of the delta plugin got: the
+// document, "full" or "delta", or why the delta could not be applied.
+type received struct {
+	doc map[string]any
+	how string
+	err error
+}
+
+// testCopy is the run context copy a delta plugin keeps: what
+// docs/plugins.md asks a plugin to do, in Go.
+type testCopy struct {
+	mu      sync.Mutex
+	version uint64
+	doc     map[string]any // nil: none held
+}
+
+func (t *testCopy) forget() {
+	if t == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.doc = nil
+}
+
+// apply takes in the context of a step/run and returns how it came and,
+// for the mirror step (the only one reading it), a copy of the step's
+// context; a delta it cannot apply is a resync error.
+func (t *testCopy) apply(p RunParams) (map[string]any, string, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	how := "full"
+	switch {
+	case p.ContextDelta != nil:
+		d := p.ContextDelta
+		if t.doc == nil || d.Base != t.version {
+			t.doc = nil
+			return nil, "", &jsonrpc2.Error{Code: CodeContextResync, Message: "no copy of the context at that version"}
+		}
+		for _, op := range d.Ops {
+			var v any
+			_ = json.Unmarshal(op.Value, &v)
+			if err := applyDeltaOp(t.doc, op, v); err != nil {
+				t.doc = nil
+				return nil, "", &jsonrpc2.Error{Code: CodeContextResync, Message: err.Error()}
+			}
+		}
+		t.version, how = d.Version, "delta"
+	case p.ContextVersion != 0:
+		t.doc, t.version = p.Context, p.ContextVersion
+	default:
+		return p.Context, how, nil
+	}
+	if p.Type != "mirror" {
+		return nil, how, nil // only mirror reads it: no copy to make
+	}
+	var cp map[string]any
+	_ = json.Unmarshal(mustJSON(t.doc), &cp)
+	return cp, how, nil
+}
+
+// applyDeltaOp applies one delta operation to doc.
+func applyDeltaOp(doc map[string]any, op Op, v any) error {
+	if len(op.Path) == 0 {
+		return fmt.Errorf("empty path")
+	}
+	parent := doc
+	for _, k := range op.Path[:len(op.Path)-1] {
+		next, ok := parent[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			parent[k] = next
+		}
+		parent = next
+	}
+	last := op.Path[len(op.Path)-1]
+	switch op.Op {
+	case OpSet:
+		parent[last] = v
+	case OpAppend:
+		l, _ := parent[last].([]any)
+		parent[last] = append(l, v)
+	case OpDelete:
+		delete(parent, last)
+	default:
+		return fmt.Errorf("unknown op %q", op.Op)
+	}
+	return nil
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -46,6 +46,9 @@ const (
 	CodeInvalidSpec    = -32011                      // sandbox.ErrInvalidSpec
 	CodeNotFound       = -32012                      // fs.ErrNotExist / sandbox.ErrNotFound
 	CodeTerminated     = -32013                      // sandbox.ErrTerminated
+	// CodeContextResync: the plugin cannot apply a context delta (it holds
+	// no copy, or another version); the host sends the whole context again.
+	CodeContextResync = -32014
 )
 
 // DescribeParams are plugin/describe's params.
@@ -68,6 +71,11 @@ type Description struct {
 	Steps []StepType `json:"steps,omitempty"`
 	// SandboxProviders are the sandbox providers it contributes.
 	SandboxProviders []ProviderType `json:"sandbox_providers,omitempty"`
+	// ContextDeltas: the plugin keeps a copy of the run context between
+	// step/run calls, so that the host sends it whole once and then only
+	// what changed (RunParams.ContextDelta). A plugin that does not say so
+	// gets the whole context on every call.
+	ContextDeltas bool `json:"context_deltas,omitempty"`
 }
 
 // StepType is one contributed step type.
@@ -129,8 +137,16 @@ type RunParams struct {
 	Fields map[string]json.RawMessage `json:"fields"`
 	// Context is a copy of the run context document (secrets removed);
 	// changing it changes nothing: the plugin returns operations instead.
-	// It is {} for a step type that asked for no context.
-	Context map[string]any `json:"context"`
+	// It is {} for a step type that asked for no context, and left out
+	// when ContextDelta is sent instead.
+	Context map[string]any `json:"context,omitzero"`
+	// ContextVersion, sent only to a plugin with context deltas along with
+	// the whole Context, numbers that copy: the plugin keeps it (replacing
+	// the copy it had) for the deltas that follow.
+	ContextVersion uint64 `json:"context_version,omitempty"`
+	// ContextDelta, sent only to a plugin with context deltas, replaces
+	// Context: the changes since the copy the plugin holds.
+	ContextDelta *ContextDelta `json:"context_delta,omitempty"`
 	// Seed is the run's seed row (metadata.seed) as strings; {} when none.
 	Seed map[string]string `json:"seed"`
 	// Token names this call in $/log and $/progress notifications.
@@ -142,15 +158,28 @@ type RunResult struct {
 	Ops []Op `json:"ops"`
 }
 
-// Op is one context operation a step returns.
+// ContextDelta is what changed in the run context since the copy the
+// plugin holds (version Base): applying Ops to it, in order, gives the
+// context of this call, whose version is Version.
+type ContextDelta struct {
+	Base    uint64 `json:"base"`
+	Version uint64 `json:"version"`
+	// Ops are "set", "append" and "delete" operations, paths from the
+	// context document's root.
+	Ops []Op `json:"ops"`
+}
+
+// Op is one context operation: one a step returns (set, append), or one
+// of a ContextDelta (set, append, delete).
 type Op struct {
-	// Op is "set" or "append".
+	// Op is "set", "append" or (in a ContextDelta only) "delete".
 	Op string `json:"op"`
-	// Path is the key path from the context document's root:
-	// ["metadata", "<step id>", ...] or
+	// Path is the key path from the context document's root; a step
+	// writes ["metadata", "<step id>", ...] or
 	// ["metadata", "verifications", "<verifier id>"].
-	Path  []string        `json:"path"`
-	Value json.RawMessage `json:"value"`
+	Path []string `json:"path"`
+	// Value is the value set or appended (left out for delete).
+	Value json.RawMessage `json:"value,omitempty"`
 }
 
 // LogParams are a $/log notification's params.
@@ -176,7 +205,10 @@ type CancelParams struct {
 }
 
 // errMethodNotFound reports whether err is a plugin's "method not found".
-func errMethodNotFound(err error) bool {
+func errMethodNotFound(err error) bool { return remoteCode(err, CodeMethodNotFound) }
+
+// remoteCode reports whether err is a plugin's error answer with code.
+func remoteCode(err error, code int64) bool {
 	var re *RemoteError
-	return errors.As(err, &re) && re.Code == CodeMethodNotFound
+	return errors.As(err, &re) && re.Code == code
 }
