@@ -59,9 +59,15 @@ func (g *Gateway) answers(ctx context.Context, s Server, perRequest time.Duratio
 		probe(s.URL, func(c int) bool { return c < 500 })
 }
 
+// waitOne polls one server until it answers. The gap between probes
+// starts at 10 ms and doubles up to ReadyPollInterval: a deployer starts
+// the gateway together with its servers (docs/sandboxes.md), so the first
+// probes usually come before the server listens, and a fixed 2 s gap would
+// cost up to 2 s of every deploy.
 func (g *Gateway) waitOne(ctx context.Context, s Server) error {
 	deadline := time.Now().Add(g.cfg.ServerTimeout)
 	var lastErr string
+	gap := min(10*time.Millisecond, g.opts.ReadyPollInterval)
 	for {
 		if g.answers(ctx, s, 5*time.Second) {
 			g.waitState.Store(s.Name, "ready")
@@ -75,7 +81,8 @@ func (g *Gateway) waitOne(ctx context.Context, s Server) error {
 		}
 		g.waitState.Store(s.Name, "waiting")
 		select {
-		case <-time.After(g.opts.ReadyPollInterval):
+		case <-time.After(gap):
+			gap = min(2*gap, g.opts.ReadyPollInterval)
 		case <-ctx.Done():
 			return fmt.Errorf("%s: %w (%s)", s.Name, ctx.Err(), lastErr)
 		}

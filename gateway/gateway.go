@@ -26,8 +26,9 @@ type Options struct {
 	Logger *slog.Logger
 	// CallTimeout bounds one child tools/call; 600 s when zero.
 	CallTimeout time.Duration
-	// ReadyPollInterval is the readiness poll period per backing server;
-	// 2 s when zero.
+	// ReadyPollInterval is the longest gap between readiness probes of
+	// a backing server (the gap starts at 10 ms and doubles); 2 s when
+	// zero.
 	ReadyPollInterval time.Duration
 	// OpenAttempts and OpenRetryDelay bound one child session open; 10
 	// attempts 1 s apart when zero.

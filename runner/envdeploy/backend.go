@@ -141,6 +141,17 @@ type ExitWatcher interface {
 	Exited(ctx context.Context) (name string, exited bool)
 }
 
+// AddressPlanner is implemented by groups that know a workload's
+// Endpoint.Internal before it runs (Docker: its network alias). The
+// gateway topology then starts the gateway together with its servers
+// instead of after them: the gateway's config holds only those addresses,
+// and the gateway waits for its children itself. Without it (the process
+// backend picks a port at Run) the gateway starts once every server runs.
+type AddressPlanner interface {
+	// InternalURL is what Run(w) will return as Endpoint.Internal.
+	InternalURL(w Workload) string
+}
+
 // Backend runs groups.
 type Backend interface {
 	// Type is the sandbox name ("docker", "process").

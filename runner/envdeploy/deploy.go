@@ -343,73 +343,79 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	d.printf("Deploying (ttl=%ds, gateway_mode=%s, disk=10.0GB)...", int(ttl.Seconds()), mode)
 
+	t0 := time.Now()
 	ng, err := d.newGroup(ctx, b, e.ID, ttl)
 	if err != nil {
 		return nil, err
 	}
 	defer removePartial(ctx, ng.g, &err)
 	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
-
-	// MCP servers, started in parallel.
-	internal := make([]string, len(servers))
-	var wg sync.WaitGroup
-	errs := make([]error, len(servers))
-	for i, s := range servers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			name := s.env.EnvironmentName
-			ep, err := g.Run(ctx, Workload{Name: name, Role: TypeMCPServer, Source: s.src, Port: MCPPort, PortEnv: "MCP_PORT",
-				Env: map[string]string{"MCP_HOST": "0.0.0.0", "ENVIRONMENT_NAME": name, "SERVICE_NAME": name,
-					"DATABASE_URL": "sqlite:////tmp/" + name + ".sqlite"}})
-			internal[i], errs[i] = ep.Internal, err
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
+	tGroup := time.Now()
 
 	serverName := e.Name
 	if serverName == "" {
 		serverName = fourDigits()
 	}
-	var names, internalServers, proxies []string
-	aliasForm := true
-	for i, s := range servers {
-		n := s.env.EnvironmentName
-		names = append(names, n)
-		if internal[i] != "http://"+n+":"+strconv.Itoa(MCPPort) {
-			aliasForm = false
-		}
-		internalServers = append(internalServers, n+"="+internal[i]+"/mcp")
-		proxies = append(proxies, "mcp-"+n+"="+internal[i])
-	}
 	controlToken := newControlToken()
-	gwEnv := map[string]string{"MCP_HOST": "0.0.0.0", "MCP_SERVER_NAME": serverName,
-		"INTERNAL_MCP_PORT": strconv.Itoa(MCPPort), "REST_PROXY_URLS": strings.Join(proxies, ","), "GATEWAY_MODE": mode,
-		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl",
-		// Agents get only the MCP URL and their role credential; the
-		// control token stays with the runner (docs/security.md).
-		"GATEWAY_CONTROL_TOKEN": controlToken, "GATEWAY_ROLE_TOKENS": "required"}
-	if aliasForm {
-		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(names, ",")
-	} else {
-		gwEnv["INTERNAL_MCP_SERVERS"] = strings.Join(internalServers, ",")
-		gwEnv["GATEWAY_TRAJECTORY_FILE"] = "trajectory.jsonl" // relative to the process's folder
+	ws := make([]Workload, len(servers))
+	names := make([]string, len(servers))
+	for i, s := range servers {
+		name := s.env.EnvironmentName
+		names[i] = name
+		ws[i] = Workload{Name: name, Role: TypeMCPServer, Source: s.src, Port: MCPPort, PortEnv: "MCP_PORT",
+			Env: map[string]string{"MCP_HOST": "0.0.0.0", "ENVIRONMENT_NAME": name, "SERVICE_NAME": name,
+				"DATABASE_URL": "sqlite:////tmp/" + name + ".sqlite"}}
 	}
 	gwSrc := d.Stores.source(ctx, gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
 		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
-	ep, err := g.Run(ctx, Workload{Name: "gateway", Aliases: []string{serverName}, Role: "gateway", Source: gwSrc,
-		Port: MCPPort, PortEnv: "MCP_PORT", Publish: true, Env: gwEnv})
-	if err != nil {
-		return nil, err
+	gateway := func(internal []string) (Workload, bool) {
+		return gatewayWorkload(gwSrc, serverName, mode, controlToken, names, internal)
 	}
+	// The servers start in parallel; the gateway with them when the
+	// group knows their addresses beforehand (it waits for its children
+	// itself), else once they run.
+	var ep Endpoint
+	var aliasForm bool
+	if planner, ok := g.(AddressPlanner); ok {
+		internal := make([]string, len(ws))
+		for i, w := range ws {
+			internal[i] = planner.InternalURL(w)
+		}
+		var gwW Workload
+		gwW, aliasForm = gateway(internal)
+		eps, err := runAll(ctx, g, append(ws, gwW))
+		if err != nil {
+			return nil, err
+		}
+		for i := range ws {
+			if eps[i].Internal != internal[i] {
+				return nil, fmt.Errorf("server %s runs at %s, not at the planned %s", names[i], eps[i].Internal, internal[i])
+			}
+		}
+		ep = eps[len(ws)]
+	} else {
+		eps, err := runAll(ctx, g, ws)
+		if err != nil {
+			return nil, err
+		}
+		internal := make([]string, len(eps))
+		for i, e := range eps {
+			internal[i] = e.Internal
+		}
+		var gwW Workload
+		gwW, aliasForm = gateway(internal)
+		if ep, err = g.Run(ctx, gwW); err != nil {
+			return nil, err
+		}
+	}
+	tRun := time.Now()
 	cardURL := ep.Host + protocol.EnvCardPath
 	card, err := d.waitCard(ctx, g, cardURL, len(servers), controlToken)
 	if err != nil {
 		return nil, err
 	}
+	d.log().Debug("env deployed", "instance", id, "servers", len(servers), "group", tGroup.Sub(t0),
+		"workloads", tRun.Sub(tGroup), "ready", time.Since(tRun))
 	mcpPath := protocol.DefaultMCPPath
 	var parsed protocol.EnvCard
 	if json.Unmarshal(card, &parsed) == nil {
@@ -426,6 +432,74 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		return nil, fmt.Errorf("record env instance: %w", err)
 	}
 	return inst, nil
+}
+
+// gatewayWorkload is the gateway of servers names, reached inside the
+// group at internal; aliasForm reports whether they are reached by name
+// (http://<name>:18765), which lets the gateway list them by name alone.
+func gatewayWorkload(src Source, serverName, mode, controlToken string, names, internal []string) (w Workload, aliasForm bool) {
+	aliasForm = true
+	var internalServers, proxies []string
+	for i, n := range names {
+		if internal[i] != "http://"+n+":"+strconv.Itoa(MCPPort) {
+			aliasForm = false
+		}
+		internalServers = append(internalServers, n+"="+internal[i]+"/mcp")
+		proxies = append(proxies, "mcp-"+n+"="+internal[i])
+	}
+	env := map[string]string{"MCP_HOST": "0.0.0.0", "MCP_SERVER_NAME": serverName,
+		"INTERNAL_MCP_PORT": strconv.Itoa(MCPPort), "REST_PROXY_URLS": strings.Join(proxies, ","), "GATEWAY_MODE": mode,
+		"GATEWAY_TRAJECTORY_FILE": "/var/log/agentenv/trajectory.jsonl",
+		// Agents get only the MCP URL and their role credential; the
+		// control token stays with the runner (docs/security.md).
+		"GATEWAY_CONTROL_TOKEN": controlToken, "GATEWAY_ROLE_TOKENS": "required"}
+	if aliasForm {
+		env["INTERNAL_MCP_SERVERS"] = strings.Join(names, ",")
+	} else {
+		env["INTERNAL_MCP_SERVERS"] = strings.Join(internalServers, ",")
+		env["GATEWAY_TRAJECTORY_FILE"] = "trajectory.jsonl" // relative to the process's folder
+	}
+	return Workload{Name: "gateway", Aliases: []string{serverName}, Role: "gateway", Source: src,
+		Port: MCPPort, PortEnv: "MCP_PORT", Publish: true, Env: env}, aliasForm
+}
+
+// runAll runs ws in g concurrently. The first failure cancels the runs
+// still in flight, and runAll returns only once every Run has returned,
+// so the caller's Terminate sees every workload that was created.
+func runAll(ctx context.Context, g Group, ws []Workload) ([]Endpoint, error) {
+	rctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	eps := make([]Endpoint, len(ws))
+	errs := make([]error, len(ws))
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			eps[i], errs[i] = g.Run(rctx, w)
+			if errs[i] != nil {
+				cancel(errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	if errors.Join(errs...) == nil {
+		return eps, nil
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// Runs cut short by a sibling's failure add nothing to its error.
+	var own []error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			own = append(own, err)
+		}
+	}
+	if len(own) == 0 {
+		return nil, context.Cause(rctx)
+	}
+	return nil, errors.Join(own...)
 }
 
 // instanceGroup is the group of a new instance of owner (an env or agent id)

@@ -192,7 +192,9 @@ func listTools(ctx context.Context, u string) ([]string, error) {
 	}
 }
 
-// poll calls try with backoff until it is done or fails, within timeout.
+// poll calls try with backoff until it is done or fails, within timeout:
+// from 10 ms apart (a workload answers soon after its start), the gap
+// doubling up to 100 ms.
 // A workload of g that exits ends the wait at once, with its log; the
 // timeout's error names what (at u) with try's last reason and the log of
 // workload.
@@ -224,8 +226,6 @@ func (d *Deployer) poll(ctx context.Context, g Group, what, workload, u string, 
 				g.Logs(context.WithoutCancel(ctx), workload, 15))
 		case <-t.C:
 		}
-		if delay < 100*time.Millisecond {
-			delay *= 2
-		}
+		delay = min(2*delay, 100*time.Millisecond)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -47,6 +48,11 @@ type Provider struct {
 	cli     *client.Client
 	log     *slog.Logger
 	storeID string
+
+	// imageLocks holds one *sync.Mutex per image ref: workloads started
+	// together that share an image check (and, when missing, load) it
+	// one at a time, so its tarball is loaded once.
+	imageLocks sync.Map
 }
 
 var _ envdeploy.Backend = (*Provider)(nil)
@@ -256,11 +262,16 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// ensureImage makes src.Ref present, loading its tarball when needed.
+// ensureImage makes src.Ref present, loading its tarball when needed: an
+// image already in the engine under src.Ref with src.ImageID (or any, when
+// the id is unknown) is used as is, without reading the tarball.
 func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error {
 	if src.Ref == "" {
 		return fmt.Errorf("%w: %s has no image (register it with %s)", envdeploy.ErrImageMissing, src.What, src.PutHint)
 	}
+	mu, _ := p.imageLocks.LoadOrStore(src.Ref, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	ins, err := p.cli.ImageInspect(ctx, src.Ref)
 	stale := ""
 	switch {
@@ -290,6 +301,7 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 		return fmt.Errorf("%w: image %s of %s is not in the engine and has no saved tarball (re-run %s)",
 			envdeploy.ErrImageMissing, src.Ref, src.What, src.PutHint)
 	}
+	start := time.Now()
 	rc, err := src.Tarball(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: image %s of %s: %v (re-run %s)", envdeploy.ErrImageMissing, src.Ref, src.What, err, src.PutHint)
@@ -305,7 +317,7 @@ func (p *Provider) ensureImage(ctx context.Context, src envdeploy.Source) error 
 		return err
 	}
 	loaded = true
-	p.log.Debug("image loaded", "ref", src.Ref)
+	p.log.Debug("image loaded", "ref", src.Ref, "took", time.Since(start))
 	return nil
 }
 

@@ -36,7 +36,10 @@ type Group struct {
 	lastExit   time.Time // last Exited check (rate limit)
 }
 
-var _ envdeploy.Group = (*Group)(nil)
+var (
+	_ envdeploy.Group          = (*Group)(nil)
+	_ envdeploy.AddressPlanner = (*Group)(nil)
+)
 
 // CreateGroup implements envdeploy.Backend: it creates the network.
 func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envdeploy.Group, error) {
@@ -66,11 +69,13 @@ func (p *Provider) CreateGroup(ctx context.Context, s envdeploy.GroupSpec) (envd
 	// up, and only a completed call tells us it exists. A cancelled ctx
 	// then removes it again.
 	cctx, cancel := envdeploy.CleanupContext(ctx)
+	start := time.Now()
 	_, err := p.cli.NetworkCreate(cctx, NetworkName(id), client.NetworkCreateOptions{Driver: "bridge", Labels: labels})
 	cancel()
 	if err != nil {
 		return nil, p.wrap("create network "+NetworkName(id), err)
 	}
+	p.log.Debug("network created", "network", NetworkName(id), "took", time.Since(start))
 	g := &Group{p: p, id: id, labels: labels, containers: map[string]string{}}
 	if err := ctx.Err(); err != nil {
 		return nil, g.cleanup(ctx, err)
@@ -120,7 +125,18 @@ func (g *Group) ID() string { return g.id }
 // ContainerName is the container of workload name.
 func (g *Group) ContainerName(name string) string { return g.id + "-" + name }
 
-// Run implements envdeploy.Group.
+// InternalURL implements envdeploy.AddressPlanner: a workload is reached
+// inside the group by its network alias, known before it runs.
+func (g *Group) InternalURL(w envdeploy.Workload) string {
+	if w.Port <= 0 {
+		return ""
+	}
+	return "http://" + w.Name + ":" + strconv.Itoa(w.Port)
+}
+
+// Run implements envdeploy.Group. Its steps' durations are logged at
+// debug level (image, create, start, published port), which is how
+// docs/benchmarks.md splits a deploy.
 func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoint, error) {
 	g.mu.Lock()
 	if g.terminated {
@@ -128,9 +144,11 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		return envdeploy.Endpoint{}, fmt.Errorf("docker group %s is terminated", g.id)
 	}
 	g.mu.Unlock()
+	t0 := time.Now()
 	if err := g.p.ensureImage(ctx, w.Source); err != nil {
 		return envdeploy.Endpoint{}, err
 	}
+	tImage := time.Now()
 	env := maps.Clone(w.Env)
 	if env == nil {
 		env = map[string]string{}
@@ -181,6 +199,7 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 	g.mu.Lock()
 	g.containers[w.Name] = cr.ID
 	g.mu.Unlock()
+	tCreate := time.Now()
 	if err := ctx.Err(); err != nil {
 		return envdeploy.Endpoint{}, err
 	}
@@ -193,9 +212,9 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 	if _, err := g.p.cli.ContainerStart(ctx, cr.ID, client.ContainerStartOptions{}); err != nil {
 		return envdeploy.Endpoint{}, g.p.wrap("start container "+g.ContainerName(w.Name), err)
 	}
-	ep := envdeploy.Endpoint{ID: cr.ID}
+	tStart := time.Now()
+	ep := envdeploy.Endpoint{ID: cr.ID, Internal: g.InternalURL(w)}
 	if w.Port > 0 {
-		ep.Internal = "http://" + w.Name + ":" + strconv.Itoa(w.Port)
 		if w.Publish {
 			hp, err := g.p.hostPort(ctx, cr.ID, w.Port)
 			if err != nil {
@@ -204,6 +223,8 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 			ep.Host = "http://127.0.0.1:" + hp
 		}
 	}
+	g.p.log.Debug("container started", "container", g.ContainerName(w.Name), "image", tImage.Sub(t0),
+		"create", tCreate.Sub(tImage), "start", tStart.Sub(tCreate), "port", time.Since(tStart))
 	return ep, nil
 }
 
