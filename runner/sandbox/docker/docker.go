@@ -81,6 +81,10 @@ func New(o *Options) (*Provider, error) {
 // Client is the engine client (tests inspect labels through it).
 func (p *Provider) Client() *client.Client { return p.cli }
 
+// StoreID is the store id the provider labels what it creates with ("" =
+// none); steps that create engine objects of their own label them alike.
+func (p *Provider) StoreID() string { return p.storeID }
+
 // Type implements envdeploy.Backend.
 func (p *Provider) Type() string { return TypeName }
 

@@ -12,10 +12,10 @@
 //
 // Everything the steps create (containers, networks, images) carries the
 // envdeploy labels under a group id of its own, "<sandbox_id>-containers",
-// with the owner process and an expiry: the run's teardown removes the
-// group (it is held as a sandbox of the run), and `agent-env sandbox
-// prune --all-stores` removes what a killed run left (they carry no store
-// label: the runner's services do not know the store id). Container and
+// with the owner process, an expiry and the store label of the run's
+// Docker provider: the run's teardown removes the group (it is held as a
+// sandbox of the run), and `agent-env sandbox prune` run against the same
+// store removes what a killed run left, never another store's. Container and
 // network names are scoped by that group id, so two runs on one engine
 // never collide; the run context keeps the task's own names.
 package dockercontainer

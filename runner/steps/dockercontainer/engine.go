@@ -59,9 +59,15 @@ func groupID(sandboxID string) string { return sandboxID + "-containers" }
 // containerName is the engine name of a task container.
 func containerName(gid, name string) string { return gid + "-" + name }
 
-// labels are the labels of the group's objects.
-func labels(gid string, expires time.Time) map[string]string {
+// labels are the labels of the group's objects. storeID is the store the
+// run's engine provider was made for: with it, `sandbox prune` (scoped to
+// a store) reclaims a killed run's task containers and never another
+// store's.
+func labels(gid, storeID string, expires time.Time) map[string]string {
 	l := envdeploy.OwnerLabels(gid, false, expires)
+	if storeID != "" {
+		l[envdeploy.LabelStore] = storeID
+	}
 	l[envdeploy.LabelSandbox] = gid
 	l[envdeploy.LabelRole] = "task_container"
 	return l

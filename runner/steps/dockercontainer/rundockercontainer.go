@@ -267,7 +267,7 @@ func (c *RunConfig) Run(ctx context.Context, rc *runner.RunContext) error {
 	if t, err := time.Parse("2006-01-02 15:04 UTC", ds.ExpiresAtUTC); err == nil {
 		expires = t
 	}
-	lbl := labels(gid, expires)
+	lbl := labels(gid, p.StoreID(), expires)
 	lbl[labelContainer] = c.containerName()
 	g := &group{p: p, gid: gid}
 	// Held before anything exists, so every path after this one (a failed

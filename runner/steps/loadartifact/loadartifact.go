@@ -118,6 +118,11 @@ func (c *Config) Validate() error {
 	if c.ArtifactVersion != nil && c.ArtifactID == "" {
 		return runner.Invalid("artifact_version", "needs artifact_id")
 	}
+	if c.SnapshotAfterLoad {
+		// Refused rather than ignored: a task asking for a snapshot must
+		// not pass without one.
+		return runner.Invalid("snapshot_after_load", "is not supported yet by load_artifact; run snapshot_env after it instead")
+	}
 	for i, a := range c.Artifacts {
 		if a.ID == "" {
 			return runner.Invalid("artifacts", "entry %d lacks id", i)

@@ -1,7 +1,8 @@
 // Package rubricsverifier is the rubrics_verifier step: a judge model
 // grades a prompt's response (and the agent's trajectory) against
 // criteria, through an OpenAI-compatible chat-completions call (the
-// direct judge; the agent judge is a later phase). Rows
+// direct judge; the agent judge is a later phase, and its fields are
+// refused at validation rather than ignored). Rows
 // {id, criterion, weight, result, score, justification} go to
 // metadata.verifications[verifier_id].
 package rubricsverifier
@@ -91,11 +92,41 @@ func (c *Config) Validate() error {
 		}
 		seen[cr.ID] = true
 	}
+	if err := c.unsupported(); err != nil {
+		return err
+	}
 	if c.OutputFormat != "" && c.OutputFormat != "rubric_binary" {
 		return runner.Invalid("output_format", "only rubric_binary is supported by this build")
 	}
 	if c.JudgeTimeoutSeconds != nil && *c.JudgeTimeoutSeconds <= 0 {
 		return runner.Invalid("judge_timeout_seconds", "must be positive")
+	}
+	return nil
+}
+
+// unsupported refuses fields this build parses but does not act on, so a
+// task never runs with a setting silently dropped: the agent judge and its
+// knobs, and the judge-call tuning the direct judge does not send.
+// use_agent_judge: false (what reference tasks spell out) is accepted.
+func (c *Config) unsupported() error {
+	const notYet = "is not supported yet by rubrics_verifier"
+	switch {
+	case c.UseAgentJudge != nil && *c.UseAgentJudge:
+		return runner.Invalid("use_agent_judge", "the agent judge %s; remove it or set it to false for the direct judge", notYet)
+	case c.JudgeA2AAgentID != "":
+		return runner.Invalid("judge_a2a_agent_id", "%s (it belongs to the agent judge)", notYet)
+	case c.JudgeSandboxType != "":
+		return runner.Invalid("judge_sandbox_type", "%s (it belongs to the agent judge)", notYet)
+	case c.JudgePriority != nil:
+		return runner.Invalid("judge_priority", "%s (it belongs to the agent judge)", notYet)
+	case c.AgentName != "":
+		return runner.Invalid("agent_name", "%s", notYet)
+	case len(c.TrajectoryFilter) > 0:
+		return runner.Invalid("trajectory_filter", "%s", notYet)
+	case c.MaxThinkingTokens != nil:
+		return runner.Invalid("max_thinking_tokens", "%s", notYet)
+	case c.Effort != "":
+		return runner.Invalid("effort", "%s", notYet)
 	}
 	return nil
 }

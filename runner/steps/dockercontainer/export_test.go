@@ -1,0 +1,4 @@
+package dockercontainer
+
+// Labels exposes labels to the external tests.
+var Labels = labels
