@@ -43,7 +43,8 @@ type Options struct {
 	// TempDir is where the throwaway stores and processes live; "" means
 	// os.TempDir().
 	TempDir string
-	// Timeout bounds the whole validation; zero means 3 minutes.
+	// Timeout bounds the deploy and the gates (not the builds before
+	// them); zero means 3 minutes.
 	Timeout time.Duration
 	// Logger receives the runner's log; nil discards it.
 	Logger *slog.Logger
@@ -120,8 +121,6 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 	if in.Image.GoPackage == "" && in.Image.Binary == "" {
 		return nil, ErrNeedsBinary
 	}
-	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
-	defer cancel()
 	dir, err := os.MkdirTemp(opt.TempDir, "agentenv-validate-")
 	if err != nil {
 		return nil, err
@@ -154,6 +153,8 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 	if _, err := put.PutMCPServer(ctx, in); err != nil {
 		return nil, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
+	defer cancel()
 	pb := process.New(filepath.Join(dir, "proc"), &process.Options{Logger: opt.Logger})
 	defer pb.Close()
 	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{pb.Type(): pb}, DefaultSandbox: pb.Type(),
