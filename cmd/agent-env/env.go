@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/steps/putgate"
 )
 
 func newEnvCmd(d *deps) *cobra.Command {
@@ -41,15 +42,30 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 	var img imageFlags
 	var in envdeploy.MCPServerInput
 	var meta []string
+	var validate bool
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Build and register an MCP server env (--go-package P | --dockerfile F [--context D] | --image-ref R)",
+		Long: "Build and register an MCP server env.\n\n" +
+			"--validate first deploys the env on throwaway stores as local processes, runs the release gates\n" +
+			"(verify_env_card, verify_env_core_protocol, verify_mcp_tool_schema, validation_gate_aggregator)\n" +
+			"and tears it down; a failed gate refuses the put, naming each failed gate, and nothing is stored.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.Metadata, err = parseKV("metadata", meta); err != nil {
 				return err
 			}
 			in.Image = img.in
+			if validate {
+				rep, err := putgate.ValidateMCPServer(cmd.Context(), in, nil)
+				if err != nil {
+					return err
+				}
+				if !rep.Passed {
+					return rep
+				}
+				fmt.Fprintln(d.stdout, rep.String())
+			}
 			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
 				_, err := s.put.PutMCPServer(ctx, in)
 				return err
@@ -63,6 +79,7 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway, or server: deploy the server alone, without a gateway (no triggers, clock or role rules)")
 	f.StringVar(&in.Description, "description", "", "description")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
+	f.BoolVar(&validate, "validate", false, "run the env release gates first (needs --go-package or --binary); a failed gate stores nothing")
 	return cmd
 }
 

@@ -35,8 +35,16 @@ func Run(t testing.TB, base string) {
 
 // Check returns the problems found with the env at base; none means it
 // conforms.
-func Check(base string) []string {
-	r := &report{}
+func Check(base string) []string { return CheckWith(base, nil) }
+
+// CheckWith is Check sending its requests through hc (nil means
+// http.DefaultClient): a caller reaching the env through a gateway that
+// wants a credential gives a client whose transport adds it.
+func CheckWith(base string, hc *http.Client) []string {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	r := &report{hc: hc}
 	base = strings.TrimRight(base, "/")
 	raw, ok := fetchCard(r, base)
 	if !ok {
@@ -52,14 +60,17 @@ func Check(base string) []string {
 	return r.problems
 }
 
-type report struct{ problems []string }
+type report struct {
+	hc       *http.Client
+	problems []string
+}
 
 func (r *report) errorf(format string, args ...any) {
 	r.problems = append(r.problems, fmt.Sprintf(format, args...))
 }
 
 func fetchCard(r *report, base string) ([]byte, bool) {
-	resp, err := http.Get(base + protocol.EnvCardPath)
+	resp, err := r.hc.Get(base + protocol.EnvCardPath)
 	if err != nil {
 		r.errorf("GET card: %v", err)
 		return nil, false
@@ -155,7 +166,7 @@ func checkDataPlane(r *report, url string, card *protocol.EnvCard) {
 	for _, c := range cases {
 		checkRPC(r, url, c)
 	}
-	resp, err := http.Get(url)
+	resp, err := r.hc.Get(url)
 	if err != nil {
 		r.errorf("GET data plane: %v", err)
 		return
@@ -167,7 +178,7 @@ func checkDataPlane(r *report, url string, card *protocol.EnvCard) {
 }
 
 func checkRPC(r *report, url string, c rpcCase) {
-	resp, err := http.Post(url, "application/json", bytes.NewReader([]byte(c.body)))
+	resp, err := r.hc.Post(url, "application/json", bytes.NewReader([]byte(c.body)))
 	if err != nil {
 		r.errorf("%s: %v", c.name, err)
 		return

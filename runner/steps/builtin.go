@@ -13,6 +13,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
 	"github.com/agentenv/agentenv/runner/steps/dockercontainer"
+	"github.com/agentenv/agentenv/runner/steps/envgates"
 	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
 	"github.com/agentenv/agentenv/runner/steps/modifyenvtoolaccess"
@@ -56,5 +57,9 @@ func Builtin() *runner.StepRegistry {
 	r.Register(runcode.StepInfo())
 	r.Register(dockercontainer.RunStepInfo())
 	r.Register(dockercontainer.TestsStepInfo())
+	r.Register(envgates.EnvCardInfo())
+	r.Register(envgates.EnvCoreProtocolInfo())
+	r.Register(envgates.MCPToolSchemaInfo())
+	r.Register(envgates.GateAggregatorInfo())
 	return r
 }

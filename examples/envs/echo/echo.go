@@ -14,7 +14,7 @@ import (
 
 // In is the echo tool's input.
 type In struct {
-	Text string `json:"text" jsonschema:"the text to echo back"`
+	Text string `json:"text" description:"The text to echo back."`
 }
 
 // Out is its structured output.

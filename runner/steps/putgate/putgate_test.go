@@ -1,0 +1,80 @@
+package putgate_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/steps/putgate"
+)
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+func validate(t *testing.T, id, pkg string) *putgate.Report {
+	t.Helper()
+	root := moduleRoot(t)
+	tmp := t.TempDir()
+	rep, err := putgate.ValidateMCPServer(context.Background(), envdeploy.MCPServerInput{ID: id, EnvironmentName: id,
+		Image: envdeploy.ImageInput{GoPackage: pkg, GoDir: root}},
+		&putgate.Options{Gateway: envdeploy.ImageInput{GoPackage: "./cmd/agentenv-gateway", GoDir: root}, TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing is left behind: stores, processes and their folders are gone.
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in the temp folder: %v", left)
+	}
+	return rep
+}
+
+// The example echo env passes every gate.
+func TestExampleEnvPasses(t *testing.T) {
+	rep := validate(t, "echo", "./examples/envs/echo/cmd/echo-env")
+	if !rep.Passed {
+		t.Fatalf("echo failed: %v", rep.Error())
+	}
+	if s := rep.String(); !strings.Contains(s, "gate mcp_tool_schema: passed") || !strings.Contains(s, "gate environment_card: passed") {
+		t.Errorf("summary %q", s)
+	}
+}
+
+// The broken testdata env fails, and the report names the failed gate
+// and its problems, and no passing gate.
+func TestBrokenEnvFails(t *testing.T) {
+	rep := validate(t, "broken", "./runner/steps/envgates/testdata/brokenenv")
+	if rep.Passed {
+		t.Fatal("broken env passed")
+	}
+	msg := rep.Error()
+	for _, want := range []string{"env broken failed validation (nothing was stored)", "gate mcp_tool_schema: FAILED",
+		"tool broken_search: missing description", "parameter 'query' missing description"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("report lacks %q:\n%s", want, msg)
+		}
+	}
+	if strings.Contains(msg, "environment_card") || strings.Contains(msg, "environment_protocol") {
+		t.Errorf("report names a passing gate:\n%s", msg)
+	}
+}
+
+// A source the process sandbox cannot run is refused before anything is
+// built.
+func TestNeedsBinary(t *testing.T) {
+	_, err := putgate.ValidateMCPServer(context.Background(), envdeploy.MCPServerInput{ID: "x",
+		Image: envdeploy.ImageInput{ImageRef: "x:1"}}, nil)
+	if !errors.Is(err, putgate.ErrNeedsBinary) {
+		t.Fatalf("err %v", err)
+	}
+}
