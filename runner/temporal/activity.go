@@ -171,6 +171,14 @@ func (w *Workflows) RunStep(ctx context.Context, in StepInput) (*StepOutput, err
 		}
 		return nil, fmt.Errorf("worker stopping during step %q: %w", d.ID, stepErr)
 	}
+	if stepErr != nil && ctx.Err() != nil {
+		// Cancelled: a cancelled activity's result may never reach the
+		// workflow, so what this attempt created goes now rather than at
+		// the run's teardown (which then finds it gone).
+		if _, err := w.Terminate(context.WithoutCancel(ctx), created); err != nil {
+			activity.GetLogger(ctx).Warn("cancelled step: teardown failed", "step_id", d.ID, "error", err)
+		}
+	}
 	out := &StepOutput{Ops: runner.Diff(before, rc.Snapshot()), Created: created}
 	if stepErr != nil {
 		out.Err, out.ErrType = stepErr.Error(), runner.ErrorType(stepErr)
