@@ -588,3 +588,33 @@ func (rc *RunContext) HoldSandbox(sb sandbox.Sandbox) {
 	rc.st.live[sb.ID()] = sb
 	rc.st.mu.Unlock()
 }
+
+// MarkTornDown records that sandbox id was terminated elsewhere (by a
+// worker's activity, or before this context was rebuilt from a snapshot):
+// later lookups fail with sandbox.ErrTerminated and teardown skips it. The
+// id is added to metadata.torn_down_sandbox_ids unless already listed.
+func (rc *RunContext) MarkTornDown(id string) {
+	rc.st.mu.Lock()
+	if rc.st.torn[id] {
+		rc.st.mu.Unlock()
+		return
+	}
+	rc.st.torn[id] = true
+	delete(rc.st.live, id)
+	listed, _ := rc.st.doc[KeyMetadata].(map[string]any)["torn_down_sandbox_ids"].([]any)
+	rc.st.mu.Unlock()
+	for _, v := range listed {
+		if v == id {
+			return
+		}
+	}
+	rc.AppendMetadata("torn_down_sandbox_ids", id)
+}
+
+// Apply applies ops (a step's changes made elsewhere, such as on a worker)
+// to the context document.
+func (rc *RunContext) Apply(o Ops) {
+	rc.st.mu.Lock()
+	o.Apply(rc.st.doc)
+	rc.st.mu.Unlock()
+}

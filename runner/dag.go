@@ -15,12 +15,6 @@ const (
 	stateDone
 )
 
-type stepResult struct {
-	i     int
-	err   error
-	after map[string]any
-}
-
 type journalEntry struct {
 	i   int
 	ops Ops
@@ -43,6 +37,7 @@ type scheduler struct {
 	opts  RunOptions
 	rec   *recorder
 	task  *Task
+	exec  Executor
 
 	deps, dependents [][]int
 	state            []int
@@ -61,7 +56,6 @@ type scheduler struct {
 	track bool
 
 	running int
-	results chan stepResult
 	fatal   error
 	retry   *pendingRetry
 
@@ -86,7 +80,6 @@ func (s *scheduler) run() (*Result, error) {
 	s.started = make([]time.Time, n)
 	s.ended = make([]time.Time, n)
 	s.before = make([]map[string]any, n)
-	s.results = make(chan stepResult, n)
 	for i := range n {
 		s.unmet[i] = len(s.deps[i])
 	}
@@ -107,21 +100,19 @@ func (s *scheduler) run() (*Result, error) {
 	s.seedDoc = s.rc.Snapshot()
 	s.launchReady()
 	for s.running > 0 {
-		batch := []stepResult{<-s.results}
+		batch := []StepEnd{s.exec.Next()}
 		s.running--
-	drain:
 		for s.running > 0 {
-			select {
-			case res := <-s.results:
-				batch = append(batch, res)
-				s.running--
-			default:
-				break drain
+			res, ok := s.exec.TryNext()
+			if !ok {
+				break
 			}
+			batch = append(batch, res)
+			s.running--
 		}
 		retryable := 0
 		for _, res := range batch {
-			if res.err != nil && s.canRetry(res.i) {
+			if res.Err != nil && s.canRetry(res.Index) {
 				retryable++
 			}
 		}
@@ -131,7 +122,7 @@ func (s *scheduler) run() (*Result, error) {
 		if s.retry != nil && s.running == 0 {
 			s.doRetry()
 		}
-		if s.fatal == nil && s.retry == nil && s.ctx.Err() == nil {
+		if s.fatal == nil && s.retry == nil && s.exec.Err() == nil {
 			s.launchReady()
 		}
 	}
@@ -156,7 +147,7 @@ func (s *scheduler) launch(i int) {
 	d := s.steps[i]
 	s.state[i] = stateRunning
 	s.running++
-	s.started[i] = s.r.now()
+	s.started[i] = s.exec.Now()
 	s.ended[i] = time.Time{}
 	if s.track {
 		s.before[i] = s.rc.Snapshot()
@@ -164,27 +155,24 @@ func (s *scheduler) launch(i int) {
 	if s.opts.OnStepStart != nil {
 		s.opts.OnStepStart(i, len(s.steps), d)
 	}
-	go func() {
-		err := s.r.runStep(s.ctx, d, s.rc, s.seedMap)
-		s.results <- stepResult{i: i, err: err}
-	}()
+	s.exec.Start(i, d, s.rc, s.seedMap)
 }
 
 func (s *scheduler) canRetry(i int) bool {
 	d := s.steps[i]
 	return d.RetryConfig != nil && s.attempts[i] < d.RetryConfig.MaxRetries &&
-		s.fatal == nil && s.retry == nil && s.ctx.Err() == nil
+		s.fatal == nil && s.retry == nil && s.exec.Err() == nil
 }
 
-func (s *scheduler) complete(res stepResult, retryOK bool) {
-	i, d := res.i, s.steps[res.i]
-	s.ended[i] = s.r.now()
+func (s *scheduler) complete(res StepEnd, retryOK bool) {
+	i, d := res.Index, s.steps[res.Index]
+	s.ended[i] = s.exec.Now()
 	secs := s.ended[i].Sub(s.started[i]).Seconds()
 	var ops Ops
 	if s.track {
 		ops = Diff(s.before[i], s.rc.Snapshot())
 	}
-	if res.err == nil {
+	if res.Err == nil {
 		s.state[i] = stateDone
 		s.success[i] = true
 		s.journal = append(s.journal, journalEntry{i: i, ops: ops})
@@ -194,9 +182,9 @@ func (s *scheduler) complete(res stepResult, retryOK bool) {
 		s.callback(i, secs, nil)
 		return
 	}
-	fs := FailedStep{StepID: d.ID, StepType: d.Type, Error: res.err.Error(), ErrorType: ErrorType(res.err),
+	fs := FailedStep{StepID: d.ID, StepType: d.Type, Error: res.Err.Error(), ErrorType: ErrorType(res.Err),
 		StartedAtUTC: registry.FormatISO(s.started[i]), DurationSeconds: secs}
-	cancelled := s.ctx.Err() != nil
+	cancelled := s.exec.Err() != nil
 	inSpan := s.retry != nil && s.inSpan(i)
 	switch {
 	case !cancelled && retryOK && s.canRetry(i):
@@ -204,19 +192,19 @@ func (s *scheduler) complete(res stepResult, retryOK bool) {
 		s.retry = &pendingRetry{failing: i, from: s.index(d.RetryConfig.RetryFromStepID),
 			failIdx: len(s.failed) - 1, inFlight: s.inFlight(), ledger: len(s.ledger)}
 		s.state[i] = stateDone
-		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeRetried, Err: res.err})
+		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeRetried, Err: res.Err})
 	case inSpan && !cancelled:
 		// A sibling in flight when a retryable failure landed: it is part of
 		// the span and runs again, so its failure is superseded.
 		fs.Retried = true
 		s.addFailure(fs)
 		s.state[i] = stateDone
-		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeRetried, Err: res.err})
+		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeRetried, Err: res.Err})
 	case !d.FailTaskOnError && !cancelled:
 		s.addFailure(fs)
 		s.state[i] = stateDone
 		s.journal = append(s.journal, journalEntry{i: i, ops: ops})
-		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeTolerated, Err: res.err})
+		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: OutcomeTolerated, Err: res.Err})
 		if s.track {
 			s.rec.step(s.ctx, d.ID, "failure", safeOps(Diff(s.before[i], s.rc.Snapshot())), len(s.steps), s.epoch)
 		}
@@ -229,12 +217,12 @@ func (s *scheduler) complete(res stepResult, retryOK bool) {
 		if cancelled {
 			outcome = OutcomeCancelled
 		}
-		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: outcome, Err: res.err})
+		s.ledger = append(s.ledger, LedgerEntry{StepID: d.ID, Attempt: s.attempt[i], Outcome: outcome, Err: res.Err})
 		if s.fatal == nil && !cancelled {
-			s.fatal = fmt.Errorf("step %q (%s) failed: %w", d.ID, d.Type, res.err)
+			s.fatal = fmt.Errorf("step %q (%s) failed: %w", d.ID, d.Type, res.Err)
 		}
 	}
-	s.callback(i, secs, res.err)
+	s.callback(i, secs, res.Err)
 }
 
 func (s *scheduler) callback(i int, secs float64, err error) {
@@ -297,7 +285,7 @@ func (s *scheduler) inSpan(i int) bool { return s.span(s.retry)[i] }
 func (s *scheduler) doRetry() {
 	p := s.retry
 	s.retry = nil
-	if s.ctx.Err() != nil {
+	if s.exec.Err() != nil {
 		s.refuseRetry(p, "the run was cancelled")
 		return
 	}
@@ -331,11 +319,9 @@ func (s *scheduler) doRetry() {
 	rolledBack := []string{}
 	for _, ds := range s.rc.Sandboxes() {
 		if !kept[ds.SandboxID] {
-			tctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 120*time.Second)
-			if err := s.rc.TerminateSandbox(tctx, ds.SandboxID); err != nil {
+			if err := s.exec.TerminateSandbox(s.rc, ds.SandboxID); err != nil {
 				s.rc.Logger().Warn("retry: rollback terminate failed", "sandbox_id", ds.SandboxID, "error", err)
 			}
-			cancel()
 			rolledBack = append(rolledBack, ds.SandboxID)
 		}
 	}
@@ -348,7 +334,7 @@ func (s *scheduler) doRetry() {
 	md["retry_resets"] = append(resets, toJSONValue(map[string]any{
 		"attempt": s.epoch, "step_id": s.steps[p.failing].ID,
 		"retry_from_step_id": s.steps[p.from].ID, "replayed": replayed,
-		"at_utc": registry.FormatISO(s.r.now()),
+		"at_utc": registry.FormatISO(s.exec.Now()),
 		"rolled_back_sandboxes": map[string]any{
 			"deployed_envs": []string{}, "deployed_agents": []string{}, "deployed_sandboxes": rolledBack},
 	}))

@@ -181,7 +181,26 @@ func parseTxtar(b []byte) (comment string, files map[string]string) {
 
 // TestDAGGoldens runs each testdata/dag/*.txtar: task.json (+ optional
 // context.json and options) in, the ledger summary out.
-func TestDAGGoldens(t *testing.T) {
+func TestDAGGoldens(t *testing.T) { testDAGGoldens(t, runLocal) }
+
+// goldenRun runs a parsed golden task on one runner implementation and
+// returns its result, error and final context document.
+type goldenRun func(t *testing.T, r *runner.Runner, p *probe, task *runner.Task, initial map[string]any,
+	opts *runner.RunOptions, cancelWhenStarted string) (*runner.Result, error, map[string]any)
+
+func runLocal(_ *testing.T, r *runner.Runner, p *probe, task *runner.Task, initial map[string]any,
+	opts *runner.RunOptions, cancelWhenStarted string) (*runner.Result, error, map[string]any) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if cancelWhenStarted != "" {
+		go func() { <-p.startedCh(cancelWhenStarted); cancel() }()
+	}
+	rc := runner.NewRunContext(initial, nil)
+	res, err := r.Run(ctx, task, rc, opts)
+	return res, err, rc.Snapshot()
+}
+
+func testDAGGoldens(t *testing.T, impl goldenRun) {
 	files, _ := filepath.Glob("testdata/dag/*.txtar")
 	if len(files) == 0 {
 		t.Fatal("no goldens")
@@ -194,7 +213,7 @@ func TestDAGGoldens(t *testing.T) {
 				t.Fatal(err)
 			}
 			comment, sec := parseTxtar(raw)
-			got := runGolden(t, sec)
+			got := runGolden(t, sec, impl)
 			if *update {
 				var out bytes.Buffer
 				out.WriteString(comment)
@@ -216,7 +235,7 @@ func TestDAGGoldens(t *testing.T) {
 	}
 }
 
-func runGolden(t *testing.T, sec map[string]string) string {
+func runGolden(t *testing.T, sec map[string]string, impl goldenRun) string {
 	p := newProbe()
 	r := runner.New(&runner.Options{Steps: probeRegistry(p)})
 	var out strings.Builder
@@ -242,8 +261,7 @@ func runGolden(t *testing.T, sec map[string]string) string {
 		}
 	}
 	opts := &runner.RunOptions{OnStepComplete: p.stepCompleted}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	cancelWhen := ""
 	for _, line := range strings.Split(sec["options"], "\n") {
 		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
 		v = strings.TrimSpace(v)
@@ -253,11 +271,10 @@ func runGolden(t *testing.T, sec map[string]string) string {
 		case "end_step":
 			opts.EndStep, _ = strconv.Atoi(v)
 		case "cancel_when_started":
-			go func() { <-p.startedCh(v); cancel() }()
+			cancelWhen = v
 		}
 	}
-	rc := runner.NewRunContext(initial, nil)
-	res, err := r.Run(ctx, task, rc, opts)
+	res, err, snap := impl(t, r, p, task, initial, opts, cancelWhen)
 	fmt.Fprintf(&out, "status: %s\n", res.Status)
 	if err != nil {
 		fmt.Fprintf(&out, "error: %v\n", err)
@@ -275,7 +292,6 @@ func runGolden(t *testing.T, sec map[string]string) string {
 		}
 		fmt.Fprintf(&out, "  %s: %s\n", d.ID, strings.Join(outcomes, ", "))
 	}
-	snap := rc.Snapshot()
 	md := snap["metadata"].(map[string]any)
 	if fs, ok := md["failed_steps"].([]any); ok {
 		out.WriteString("failed_steps:\n")

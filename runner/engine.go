@@ -152,12 +152,9 @@ func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOpti
 	if o != nil {
 		opts = *o
 	}
-	steps := task.Steps
-	if opts.EndStep > 0 && opts.EndStep < len(steps) {
-		steps = steps[:opts.EndStep]
-	}
-	if opts.StartStep < 0 || opts.StartStep > len(steps) {
-		return &Result{Context: rc, Status: StatusFailed}, fmt.Errorf("start_step %d out of range 0..%d", opts.StartStep, len(steps))
+	steps, err := opts.steps(task)
+	if err != nil {
+		return &Result{Context: rc, Status: StatusFailed}, err
 	}
 	id := opts.InstanceID
 	if id == "" {
@@ -176,7 +173,8 @@ func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOpti
 		CompletedSteps: []CompletedStep{}, Status: StatusRunning, RerecordedSteps: []string{},
 		StepAttemptFailures: []any{}, Owner: new(procid.Self()),
 	})
-	s := &scheduler{r: r, ctx: ctx, rc: rc, steps: steps, opts: opts, rec: rec, task: task}
+	s := &scheduler{r: r, ctx: ctx, rc: rc, steps: steps, opts: opts, rec: rec, task: task,
+		exec: newLocalExecutor(ctx, r, len(steps))}
 	res, err := s.run()
 	if storeEnvTrajectories(ctx, rc, id) {
 		v, _ := rc.Metadata(KeyEnvTrajectories)
@@ -206,9 +204,10 @@ func (r *Runner) Run(ctx context.Context, task *Task, rc *RunContext, o *RunOpti
 	return res, err
 }
 
-// runStep decodes the step with the seed applied and runs it, turning a
-// panic into an error.
-func (r *Runner) runStep(ctx context.Context, d *StepDef, rc *RunContext, seed map[string]string) (err error) {
+// RunStep decodes the step with the seed applied and runs it against rc,
+// turning a panic into an error. Executors call it wherever the step runs
+// (a goroutine here, an activity on a worker).
+func (r *Runner) RunStep(ctx context.Context, d *StepDef, rc *RunContext, seed map[string]string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.log.Error("step panicked", "step_id", d.ID, "panic", p, "stack", string(debug.Stack()))

@@ -101,6 +101,7 @@ func newRootCmd(d *deps) *cobra.Command {
 	root.AddCommand(newArtifactCmd(d), newBundleCmd(d))                // artifact.go, bundle.go
 	root.AddCommand(newEvalCmd(d))                                     // eval.go
 	root.AddCommand(newUpCmd(d))                                       // explorer (up.go)
+	root.AddCommand(newWorkerCmd(d))                                   // Temporal worker (worker.go)
 	root.AddCommand(newVersionCmd(d))                                  // versioncmd.go
 	root.AddCommand(newReviewCmd(d))                                   // review.go
 	d.wirePlugins(root)                                                // plugin commands, `plugin ...` (plugins.go)

@@ -16,7 +16,8 @@ import (
 func newTaskCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "task", Short: "Create, inspect and run tasks"}
 	cmd.AddCommand(newTaskCreateCmd(d), newTaskGetCmd(d), newTaskListCmd(d), newTaskValidateCmd(d),
-		newTaskGetInstanceCmd(d), newTaskRunCmd(d), newTaskRunBatchCmd(d))
+		newTaskGetInstanceCmd(d), newTaskRunCmd(d), newTaskRunBatchCmd(d),
+		newTaskStatusCmd(d), newTaskCancelCmd(d)) // remote.go: runs on Temporal
 	return cmd
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 )
@@ -30,6 +31,7 @@ type taskRunRequest struct {
 	seeds                                string // run-batch: the seeds CSV
 	concurrency                          int    // run-batch: runs at once
 	failUnder                            *failUnder
+	detach                               bool // [runner] impl = "temporal": submit and return the ids
 }
 
 func newTaskRunCmd(d *deps) *cobra.Command { return taskRunCmd(d, false) }
@@ -83,6 +85,7 @@ func taskRunCmd(d *deps, batch bool) *cobra.Command {
 	f.StringVar(&req.serviceDBEnvID, "service-db-env-id", "", "service DB env override")
 	f.StringVar(&req.envStateType, "env-state-type", "", "env state provider type")
 	f.StringVar(&req.envStateInstanceID, "env-state-instance-id", "", "env state instance")
+	f.BoolVar(&req.detach, "detach", false, "with [runner] impl = \"temporal\": print the submitted run ids and return")
 	return cmd
 }
 
@@ -213,6 +216,18 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 		if err := reattachSaved(d.stdout, req, base, len(runs), runs[0].rc); err != nil {
 			return err
 		}
+	}
+
+	if cfg, err := d.loadConfig(); err != nil {
+		return err
+	} else if cfg.Runner.Impl == config.TemporalRunnerImpl {
+		remote := make([]remoteRun, len(runs))
+		for i, rn := range runs {
+			remote[i] = remoteRun{rc: rn.rc, prefix: rn.prefix, stem: rn.stem}
+		}
+		return runRemote(ctx, d, cfg.Runner.Temporal, t, remote, req.startStep, dir, req.detach, st.defaultSandbox)
+	} else if req.detach {
+		return fmt.Errorf("--detach needs [runner] impl = \"temporal\" (runner.impl is %q)", cfg.Runner.Impl)
 	}
 
 	var mu sync.Mutex

@@ -99,8 +99,33 @@ type Conversations struct {
 
 // Runner is [runner].
 type Runner struct {
-	Impl   string       `toml:"impl"`
-	Config RunnerConfig `toml:"config"`
+	// Impl is "local" (runs in this process; the Python reference's
+	// LocalRunner names are accepted as aliases) or "temporal" (runs are
+	// workflows on Temporal workers, see [runner.temporal]).
+	Impl     string         `toml:"impl"`
+	Config   RunnerConfig   `toml:"config"`
+	Temporal RunnerTemporal `toml:"temporal"`
+}
+
+// RunnerTemporal is [runner.temporal]: where runs are submitted when
+// impl = "temporal", and what `agent-env worker` serves.
+type RunnerTemporal struct {
+	// Address is the Temporal frontend's host:port; "" means
+	// 127.0.0.1:7233.
+	Address string `toml:"address"`
+	// Namespace; "" means "default".
+	Namespace string `toml:"namespace"`
+	// TaskQueue; "" means "agentenv".
+	TaskQueue string `toml:"task_queue"`
+	// MaxConcurrentSteps bounds the steps one worker runs at once; 0
+	// means 16.
+	MaxConcurrentSteps int `toml:"max_concurrent_steps"`
+	// ProviderLimits caps, per sandbox provider, the steps of one worker
+	// creating sandboxes of that provider at once ({docker = 4}).
+	ProviderLimits map[string]int `toml:"provider_limits"`
+	// HeartbeatTimeoutSeconds is how long a worker may be silent before
+	// its step is retried on another; 0 means 30.
+	HeartbeatTimeoutSeconds int `toml:"heartbeat_timeout_seconds"`
 }
 
 // RunnerConfig is [runner.config].
@@ -135,6 +160,7 @@ const (
 	DefaultSandbox       = "local"
 	DefaultA2AAgentID    = "a2a-default"
 	DefaultRunnerImpl    = "local"
+	TemporalRunnerImpl   = "temporal"
 	DefaultRunnerWorkers = 2
 	DefaultRegistryHost  = "localhost:5000"
 	DefaultJudgeModel    = "claude-sonnet-4-6"

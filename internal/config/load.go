@@ -200,7 +200,9 @@ func Load(o *Options) (*Config, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	c.Runner.Impl = DefaultRunnerImpl // every accepted name is the one local runner
+	if c.Runner.Impl != TemporalRunnerImpl {
+		c.Runner.Impl = DefaultRunnerImpl // every other accepted name is the one local runner
+	}
 	c.checkStoreConfigKeys()
 	return c, nil
 }

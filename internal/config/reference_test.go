@@ -28,7 +28,7 @@ func TestConfigRunnerImplReferencePaths(t *testing.T) {
 		t.Fatalf("AGENT_ENV_RUNNER: %+v, %v", c, err)
 	}
 	loadErr(t, "[runner]\nimpl = \"agent_env.runner.remote_runner:RemoteRunner\"\n", "runner.impl",
-		`unknown runner "agent_env.runner.remote_runner:RemoteRunner" (known: local, agent_env.runner.local_runner:LocalRunner`)
+		`unknown runner "agent_env.runner.remote_runner:RemoteRunner" (known: local, temporal, agent_env.runner.local_runner:LocalRunner`)
 }
 
 // A sandbox provider the CLI does not have is refused when the config

@@ -54,7 +54,7 @@ func (c *Config) checkStoreConfigKeys() {
 // runnerImpls are the accepted [runner] impl names: ours, and the module
 // paths users of the Python reference framework write for its local
 // runner, which is what ours reimplements.
-var runnerImpls = []string{DefaultRunnerImpl,
+var runnerImpls = []string{DefaultRunnerImpl, TemporalRunnerImpl,
 	"agent_env.runner.local_runner:LocalRunner", "agent_env.runner.local_runner.LocalRunner",
 	"agent_env.runner:LocalRunner", "agent_env.runner.LocalRunner"}
 
@@ -141,6 +141,17 @@ func (c *Config) Validate() error {
 	if !contains(runnerImpls, c.Runner.Impl) {
 		return &Error{File: c.File, Key: "runner.impl", Msg: fmt.Sprintf("unknown runner %q (known: %s) [%s]",
 			c.Runner.Impl, strings.Join(runnerImpls, ", "), c.Source("runner.impl"))}
+	}
+	if c.Runner.Temporal.MaxConcurrentSteps < 0 {
+		return &Error{File: c.File, Key: "runner.temporal.max_concurrent_steps", Msg: fmt.Sprintf("must be >= 0, got %d", c.Runner.Temporal.MaxConcurrentSteps)}
+	}
+	if c.Runner.Temporal.HeartbeatTimeoutSeconds < 0 {
+		return &Error{File: c.File, Key: "runner.temporal.heartbeat_timeout_seconds", Msg: fmt.Sprintf("must be >= 0, got %d", c.Runner.Temporal.HeartbeatTimeoutSeconds)}
+	}
+	for name, n := range c.Runner.Temporal.ProviderLimits {
+		if n < 0 {
+			return &Error{File: c.File, Key: "runner.temporal.provider_limits." + name, Msg: fmt.Sprintf("must be >= 0, got %d", n)}
+		}
 	}
 	if c.Runner.Config.Workers < 1 {
 		return &Error{File: c.File, Key: "runner.config.workers", Msg: fmt.Sprintf("must be >= 1, got %d", c.Runner.Config.Workers)}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/agentenv/agentenv/internal/config"
+	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/temporal"
+)
+
+// localOnlyProviders run workloads as processes of the submitting
+// machine; a remote worker cannot honour them.
+var localOnlyProviders = []string{"process"}
+
+// deploySteps are the step types that create sandboxes through the run's
+// default provider when they name none.
+var deploySteps = map[string]bool{"deploy_env": true, "deploy_agent": true, "deploy_sandbox": true}
+
+// refuseLocalOnly names the first step that would need a local-only
+// provider on a remote worker: one whose own sandbox field names it, or a
+// deploy step when the run's default (--sandbox, [sandbox] default) does.
+func refuseLocalOnly(t *runner.Task, rc *runner.RunContext, defaultSandbox string) error {
+	def := defaultSandbox
+	for _, k := range []string{"sandbox", "env_sandbox", "agent_sandbox"} {
+		if v := rc.UserOverride(k); v != "" {
+			def = v
+		}
+	}
+	for i, d := range t.Steps {
+		keys := make([]string, 0, len(d.Fields))
+		for k := range d.Fields {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var s string
+			if json.Unmarshal(d.Fields[k], &s) == nil && strings.Contains(k, "sandbox") && namesLocalOnly(s) != "" {
+				return fmt.Errorf("step %d (id %q, %s): field %q names the local-only sandbox provider %q, which remote workers cannot run; use local, docker or kubernetes",
+					i+1, d.ID, d.Type, k, namesLocalOnly(s))
+			}
+		}
+		if p := namesLocalOnly(def); p != "" && deploySteps[d.Type] {
+			return fmt.Errorf("step %d (id %q, %s) would deploy on the local-only sandbox provider %q (the run's default), which remote workers cannot run; pass --sandbox local, docker or kubernetes",
+				i+1, d.ID, d.Type, p)
+		}
+	}
+	return nil
+}
+
+func namesLocalOnly(spec string) string {
+	for _, p := range strings.Split(spec, ",") {
+		p = strings.TrimSpace(p)
+		for _, l := range localOnlyProviders {
+			if p == l {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// remoteRun is one run to submit.
+type remoteRun struct {
+	rc     *runner.RunContext
+	prefix string
+	stem   string
+}
+
+// runRemote submits runs to Temporal and, unless detach, follows them.
+func runRemote(ctx context.Context, d *deps, tc config.RunnerTemporal, t *runner.Task, runs []remoteRun,
+	start int, dir string, detach bool, defaultSandbox string) error {
+	for _, rn := range runs {
+		if err := refuseLocalOnly(t, rn.rc, defaultSandbox); err != nil {
+			return err
+		}
+	}
+	steps, err := t.StepsJSON()
+	if err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, d, tc)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ids := make([]string, len(runs))
+	for i, rn := range runs {
+		id := registry.NewInstanceID(t.ID)
+		rn.rc.SetMetadata("task_id", t.ID)
+		rn.rc.SetMetadata("instance_id", id)
+		in := temporal.RunInput{TaskID: t.ID, TaskVersion: t.Version, Steps: steps, Context: rn.rc.Snapshot(),
+			InstanceID: id, StartStep: start}
+		if tc.HeartbeatTimeoutSeconds > 0 {
+			in.HeartbeatTimeout = secondsDuration(tc.HeartbeatTimeoutSeconds)
+		}
+		ref, err := c.Submit(ctx, in)
+		if err != nil {
+			return err
+		}
+		ids[i] = ref.WorkflowID
+		fmt.Fprintf(d.stdout, "%sSubmitted run: %s (run id %s, task queue %s)\n", rn.prefix, ref.WorkflowID, ref.RunID, c.TaskQueue())
+	}
+	if detach {
+		return nil
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(runs))
+	for i, rn := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = followRemote(ctx, c, ids[i], rn, t, dir, d.stdout, &mu)
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("stopped following (the runs go on; agent-env task status ID, agent-env task cancel ID): %w", context.Cause(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+func followRemote(ctx context.Context, c *temporal.Client, id string, rn remoteRun, t *runner.Task, dir string, w io.Writer, mu *sync.Mutex) error {
+	print := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(w, rn.prefix+format, args...)
+	}
+	seen := 0
+	show := func(p *temporal.Progress) {
+		for ; seen < len(p.Ended); seen++ {
+			l := p.Ended[seen]
+			if l.Error != "" {
+				print("Failed step: %s: %s\n", l.StepID, l.Error)
+			} else {
+				print("Completed step: %s\n", l.StepID)
+			}
+		}
+	}
+	out, err := c.Wait(ctx, id, show)
+	if err != nil {
+		return fmt.Errorf("run %s: %w", id, err)
+	}
+	show(&temporal.Progress{Ended: ledgerAsProgress(out.Ledger)})
+	path := filepath.Join(dir, rn.stem+"_"+runner.RandomHex(4)+".json")
+	b, _ := json.MarshalIndent(out.Context, "", "  ")
+	if werr := os.WriteFile(path, append(b, '\n'), 0o644); werr != nil {
+		return werr
+	}
+	print("Context written: %s\n", path)
+	switch out.Status {
+	case runner.StatusCompleted:
+		print("Task completed!\n")
+		return nil
+	default:
+		return fmt.Errorf("run %s %s: %s", id, out.Status, out.Error)
+	}
+}
+
+// ledgerAsProgress lists the ledger's final outcomes in the order the
+// progress query reports them, so the lines not yet printed follow.
+func ledgerAsProgress(l []temporal.LedgerLine) []temporal.LedgerLine {
+	out := make([]temporal.LedgerLine, 0, len(l))
+	for _, e := range l {
+		if e.Outcome == runner.OutcomeSkipped {
+			continue
+		}
+		if e.Outcome != runner.OutcomeSuccess && e.Error == "" {
+			e.Error = e.Outcome
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func newTaskStatusCmd(d *deps) *cobra.Command {
+	return &cobra.Command{
+		Use:   "status ID",
+		Short: "Show a run submitted to Temporal ([runner] impl = \"temporal\"): running steps, or its result",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := d.loadConfig()
+			if err != nil {
+				return err
+			}
+			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			st, err := c.Status(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Run: %s\nStatus: %s\n", st.ID, st.Status)
+			if p := st.Progress; p != nil {
+				running := append([]string(nil), p.Running...)
+				sort.Strings(running)
+				fmt.Fprintf(d.stdout, "Steps ended: %d/%d\nRunning: %s\n", len(p.Ended), p.Total, strings.Join(running, ", "))
+			}
+			if o := st.Output; o != nil {
+				if o.Error != "" {
+					fmt.Fprintf(d.stdout, "Error: %s\n", o.Error)
+				}
+				for _, l := range o.Ledger {
+					fmt.Fprintf(d.stdout, "  %s: %s\n", l.StepID, l.Outcome)
+				}
+				fmt.Fprintf(d.stdout, "Sandboxes torn down: %d\n", o.TornDown)
+			}
+			return nil
+		},
+	}
+}
+
+func newTaskCancelCmd(d *deps) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel ID",
+		Short: "Cancel a run submitted to Temporal: its steps stop and its sandboxes are torn down",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := d.loadConfig()
+			if err != nil {
+				return err
+			}
+			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			if err := c.Cancel(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(d.stdout, "Cancel requested: %s\n", args[0])
+			return nil
+		},
+	}
+}
