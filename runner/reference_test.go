@@ -123,7 +123,7 @@ func TestReferenceCorpusUnknownTypes(t *testing.T) {
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want a *runner.TaskError", err)
 	}
-	if got := te.UnknownTypes(); !slices.Equal(got, []string{"install_agent", "review", "run_code"}) {
+	if got := te.UnknownTypes(); !slices.Equal(got, []string{"add_skills", "build_mcp_cli", "install_agent"}) {
 		t.Errorf("unknown types = %v", got)
 	}
 	var where []string
@@ -133,12 +133,12 @@ func TestReferenceCorpusUnknownTypes(t *testing.T) {
 		}
 		where = append(where, p.StepID)
 	}
-	if !slices.Equal(where, []string{"install", "code", "review", "again"}) {
+	if !slices.Equal(where, []string{"install", "skills", "cli", "again"}) {
 		t.Errorf("problems on steps %v", where)
 	}
 	msg := err.Error()
 	for _, want := range []string{"4 problems in the task:", `step 2 (id "install"): field "type": Unknown task step type "install_agent"`,
-		"unknown step types: install_agent, review, run_code", "agent-env plugin list"} {
+		"unknown step types: add_skills, build_mcp_cli, install_agent", "agent-env plugin list"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}
