@@ -134,7 +134,7 @@ func (rc *rawClient) get(ctx context.Context) (c *rawConn, reused bool, err erro
 				continue
 			}
 		}
-		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && c.alive() {
 			return c, true, nil
 		}
 		c.nc.Close()
@@ -221,17 +221,15 @@ func (c *rawConn) settle() (done bool, err error) {
 
 // alive peeks at an idle connection without blocking: a peer that closed
 // it (a restarted child) shows as EOF, so the request is not written into
-// a dead connection. Unexpected bytes also disqualify it.
-func alive(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return true
+// a dead connection. Unexpected bytes also disqualify it. It uses the
+// connection's cached syscall.RawConn: asking net.Conn for a new one per
+// call allocated on the hot path.
+func (c *rawConn) alive() bool {
+	raw := c.src.raw
+	if raw == nil {
+		return true // not a socket
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok = false
+	ok := false
 	var b [1]byte
 	cerr := raw.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
