@@ -41,12 +41,23 @@ import (
 // AGENTENV_MATRIX_CHILDREN (a comma-separated subset of go-sdk, mcp-go,
 // python), AGENTENV_MATRIX_ROUNDS (default 5), AGENTENV_MATRIX_C1 (calls per c=1
 // batch, default 200) and AGENTENV_MATRIX_C32 (per c=32 batch, default
-// 2000) size the run.
+// 2000) size the run. AGENTENV_MATRIX_CONTESTANTS (a comma-separated subset
+// of direct, gateway, httputil; the relay always runs, the ratios need it)
+// narrows it, e.g. to profile the gateway alone
+// (AGENTENV_BENCH_CPUPROFILE=<file> writes the gateway process's profile).
+// AGENTENV_MATRIX_BASELINE names another build of this test binary
+// (go test -c on the revision to compare with): its gateway runs as the
+// contestant gateway-base, interleaved with this one, so a change's effect
+// on CPU per call is read from one run.
 func BenchmarkMatrix(b *testing.B) {
 	rounds := envInt("AGENTENV_MATRIX_ROUNDS", 5)
 	c1 := envInt("AGENTENV_MATRIX_C1", 200)
 	c32 := envInt("AGENTENV_MATRIX_C32", 2000)
 	load0 := loadAvg()
+	wanted := func(contestant string) bool {
+		only := os.Getenv("AGENTENV_MATRIX_CONTESTANTS")
+		return only == "" || slices.Contains(strings.Split(only, ","), contestant)
+	}
 
 	type contestant struct {
 		name   string
@@ -81,14 +92,26 @@ func BenchmarkMatrix(b *testing.B) {
 		}
 		cu, _ := url.Parse(child.URL)
 		gw := startBenchProcess(b, "gateway", child.URL)
-		rp := startBenchProcess(b, "rproxy", "http://"+cu.Host)
 		relay := startBenchProcess(b, "relay", cu.Host)
-		kinds = append(kinds, kind{k.name, []contestant{
-			{"direct", sdkBenchSession(b, child.URL), nil},
-			{"gateway", sdkBenchSession(b, gw.URL), gw},
-			{"httputil", sdkBenchSession(b, rp.URL), rp},
-			{"tcp-relay", sdkBenchSession(b, relay.URL), relay},
-		}})
+		cts := []contestant{}
+		if wanted("direct") {
+			cts = append(cts, contestant{"direct", sdkBenchSession(b, child.URL), nil})
+		}
+		if wanted("gateway") {
+			cts = append(cts, contestant{"gateway", sdkBenchSession(b, gw.URL), gw})
+		}
+		if base := os.Getenv("AGENTENV_MATRIX_BASELINE"); base != "" {
+			cmd := exec.Command(base, "-test.run=^$")
+			cmd.Env = append(os.Environ(), benchServeEnv+"=gateway", "AGENTENV_BENCH_TARGET="+child.URL, "AGENTENV_BENCH_CPUPROFILE=")
+			bgw := runBenchProcess(b, "gateway", cmd)
+			cts = append(cts, contestant{"gateway-base", sdkBenchSession(b, bgw.URL), bgw})
+		}
+		if wanted("httputil") {
+			rp := startBenchProcess(b, "rproxy", "http://"+cu.Host)
+			cts = append(cts, contestant{"httputil", sdkBenchSession(b, rp.URL), rp})
+		}
+		cts = append(cts, contestant{"tcp-relay", sdkBenchSession(b, relay.URL), relay})
+		kinds = append(kinds, kind{k.name, cts})
 	}
 	fmt.Println("tbxark/mcp-proxy: skipped (its module is not available from the module proxy)")
 
@@ -140,6 +163,7 @@ func BenchmarkMatrix(b *testing.B) {
 	fmt.Println("| child | contestant | c=1 p50 µs | c=1 p99 µs | p50 × relay | c=32 calls/s | × relay | middle CPU µs/call | × relay | failed calls |")
 	fmt.Println("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	worst := map[string]float64{"tput": math.Inf(1)}
+	var notes []string // the baseline comparison, printed after the table
 	for _, k := range kinds {
 		relay := cells[k.name+"/tcp-relay"]
 		rp50 := q(relay.lat1, 0.5)
@@ -156,18 +180,28 @@ func BenchmarkMatrix(b *testing.B) {
 				if ct.name == "gateway" {
 					worst["cpu"] = max(worst["cpu"], perCall/rcpu)
 				}
+				if ct.name == "gateway-base" {
+					if gc := cells[k.name+"/gateway"]; gc != nil {
+						notes = append(notes, fmt.Sprintf("%s: gateway CPU per call %.0f µs vs the baseline's %.0f µs: %.2f×", k.name,
+							float64(gc.cpu.Microseconds())/float64(gc.calls), perCall, float64(gc.cpu.Microseconds())/float64(gc.calls)/perCall))
+					}
+				}
 			}
 			fmt.Printf("| %s | %s | %d | %d | %.2f | %.0f | %.2f | %s | %s | %d |\n", k.name, ct.name,
 				p50.Microseconds(), q(c.lat1, 0.99).Microseconds(), float64(p50)/float64(rp50), tput, tput/rtput, cpu, cpuRatio, c.failed)
 			if ct.name == "gateway" {
 				worst["p50"] = max(worst["p50"], float64(p50)/float64(rp50))
 				worst["tput"] = min(worst["tput"], tput/rtput)
-				hp := cells[k.name+"/httputil"]
-				worst["vs-httputil"] = max(worst["vs-httputil"], float64(p50)/float64(q(hp.lat1, 0.5)))
+				if hp := cells[k.name+"/httputil"]; hp != nil {
+					worst["vs-httputil"] = max(worst["vs-httputil"], float64(p50)/float64(q(hp.lat1, 0.5)))
+				}
 			}
 		}
 	}
 	fmt.Println()
+	for _, n := range notes {
+		fmt.Println(n)
+	}
 	goal := func(name string, ok bool, format string, args ...any) {
 		verdict := "met"
 		if !ok {

@@ -87,10 +87,13 @@ type Gateway struct {
 	mux      *http.ServeMux
 	handler  http.Handler
 
-	started   atomic.Bool // startup wait done
-	startErr  atomic.Value
-	startOnce sync.Once
-	waitState sync.Map // server name → "waiting" | "ready" | "error: …"
+	started atomic.Bool // startup wait done
+	// mcpMounted is set when Mount adds a route that may match /mcp: the
+	// handler then leaves /mcp to the mux instead of serving it directly.
+	mcpMounted atomic.Bool
+	startErr   atomic.Value
+	startOnce  sync.Once
+	waitState  sync.Map // server name → "waiting" | "ready" | "error: …"
 
 	discoverMu sync.Mutex
 	listMu     []sync.Mutex // per server

@@ -19,12 +19,20 @@ const startingMessage = "gateway starting: waiting for internal MCP servers"
 // of the engine packages are mounted this way). pattern is a net/http
 // ServeMux pattern such as "PUT /clock/set-time". Mounted routes are behind
 // the same startup gate as every other route.
-func (g *Gateway) Mount(pattern string, h http.Handler) { g.mux.Handle(pattern, h) }
+func (g *Gateway) Mount(pattern string, h http.Handler) {
+	if strings.Contains(pattern, mcpRoute) {
+		g.mcpMounted.Store(true) // the mux decides what serves it now
+	}
+	g.mux.Handle(pattern, h)
+}
+
+// mcpRoute is the streamable-HTTP route of the agents' MCP traffic.
+const mcpRoute = "/mcp"
 
 func (g *Gateway) buildRoutes() {
 	mux := http.NewServeMux()
 	g.mux = mux
-	mux.Handle("/mcp", g.mcp)
+	mux.Handle(mcpRoute, g.mcp)
 	mux.HandleFunc("POST /step", g.serveStep)
 	mux.HandleFunc("GET /state", g.serveState)
 	mux.HandleFunc("POST /tools/disable", func(w http.ResponseWriter, r *http.Request) { g.serveToolAccess(w, r, true) })
@@ -56,6 +64,13 @@ func (g *Gateway) buildRoutes() {
 		// (compatibility); New logs a warning.
 		if g.cfg.ControlToken != "" && isControlPath(r.Method, r.URL.Path) && !g.tokenOK(r) {
 			refuse(w, errControlToken, !strings.HasPrefix(r.URL.Path, "/tools/"))
+			return
+		}
+		if r.URL.Path == mcpRoute && !g.mcpMounted.Load() {
+			// Every agent tool call comes here; the mux's pattern match
+			// was a few per cent of the gateway's CPU per call, and it
+			// could only pick g.mcp for this exact, clean path.
+			g.mcp.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)

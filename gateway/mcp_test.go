@@ -280,3 +280,20 @@ func TestPaginationFollowsCursor(t *testing.T) {
 		t.Fatalf("listed %d tools over pages of 2; want 7", n)
 	}
 }
+
+// TestMountedMCPRouteTakesPrecedence: /mcp skips the mux on the hot path,
+// but a mounted route that the mux would pick for it still gets it.
+func TestMountedMCPRouteTakesPrecedence(t *testing.T) {
+	tg := startGateway(t, &Config{}, nil)
+	initReq := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`
+	hdr := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+	if st, body := tg.post(t, "/mcp", hdr, initReq); st != http.StatusOK || !strings.Contains(string(body), `"protocolVersion"`) {
+		t.Fatalf("initialize before the mount: %d %s", st, body)
+	}
+	tg.Mount("POST /mcp", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusTeapot)
+	}))
+	if st, body := tg.post(t, "/mcp", hdr, initReq); st != http.StatusTeapot {
+		t.Fatalf("after mounting POST /mcp: %d %s, want the mounted handler's 418", st, body)
+	}
+}

@@ -124,7 +124,7 @@ func (rc *rawClient) get(ctx context.Context) (c *rawConn, reused bool, err erro
 				c.nc.Close()
 				continue
 			}
-			done, err := c.settle()
+			done, err := c.settle(false)
 			if err != nil {
 				c.nc.Close()
 				continue
@@ -134,7 +134,7 @@ func (rc *rawClient) get(ctx context.Context) (c *rawConn, reused bool, err erro
 				continue
 			}
 		}
-		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && alive(c.nc) {
+		if now.Sub(c.used) < rawIdleTimeout && c.br.Buffered() == 0 && c.alive() {
 			return c, true, nil
 		}
 		c.nc.Close()
@@ -158,18 +158,20 @@ func (rc *rawClient) dial(ctx context.Context) (*rawConn, error) {
 
 // connReader reads a connection, or, while nowait is set, only what has
 // arrived: errWouldBlock instead of waiting (and always on a connection
-// that is not a socket).
+// that is not a socket); while bufferedOnly is set, errWouldBlock at once,
+// so a reader above it takes only what it has buffered.
 type connReader struct {
-	nc     net.Conn
-	raw    syscall.RawConn
-	nowait bool
+	nc           net.Conn
+	raw          syscall.RawConn
+	nowait       bool
+	bufferedOnly bool
 }
 
 func (r *connReader) Read(p []byte) (int, error) {
 	if !r.nowait {
 		return r.nc.Read(p)
 	}
-	if r.raw == nil || len(p) == 0 {
+	if r.raw == nil || len(p) == 0 || r.bufferedOnly {
 		return 0, errWouldBlock
 	}
 	var n int
@@ -198,9 +200,11 @@ var errOwedTooLong = errors.New("event stream kept sending after its response")
 
 // settle reads what has arrived of the owed answer, without waiting;
 // done when the answer ended and the connection can carry a request.
-func (c *rawConn) settle() (done bool, err error) {
-	c.src.nowait = true
-	defer func() { c.src.nowait = false }()
+// With buffered, it takes only what the connection's reader already
+// holds and makes no system call.
+func (c *rawConn) settle(buffered bool) (done bool, err error) {
+	c.src.nowait, c.src.bufferedOnly = true, buffered
+	defer func() { c.src.nowait, c.src.bufferedOnly = false, false }()
 	var scratch [512]byte
 	for {
 		n, err := c.owed.Read(scratch[:])
@@ -221,17 +225,15 @@ func (c *rawConn) settle() (done bool, err error) {
 
 // alive peeks at an idle connection without blocking: a peer that closed
 // it (a restarted child) shows as EOF, so the request is not written into
-// a dead connection. Unexpected bytes also disqualify it.
-func alive(nc net.Conn) bool {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return true
+// a dead connection. Unexpected bytes also disqualify it. It uses the
+// connection's cached syscall.RawConn: asking net.Conn for a new one per
+// call allocated on the hot path.
+func (c *rawConn) alive() bool {
+	raw := c.src.raw
+	if raw == nil {
+		return true // not a socket
 	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return false
-	}
-	ok = false
+	ok := false
 	var b [1]byte
 	cerr := raw.Read(func(fd uintptr) bool {
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
@@ -245,7 +247,11 @@ func alive(nc net.Conn) bool {
 // answer's end was read, owed otherwise.
 func (rc *rawClient) put(c *rawConn) {
 	if c.owed != nil {
-		if _, err := c.settle(); err != nil {
+		// Only what already arrived with the answer: a child (the
+		// official SDKs) ends its stream just after the response, so a
+		// read now mostly finds nothing yet and costs a system call per
+		// call; the next get reads the end when it has come.
+		if _, err := c.settle(true); err != nil {
 			c.nc.Close()
 			return
 		}

@@ -75,7 +75,7 @@ func TestRawClientReusesAndSurvivesClosedConnections(t *testing.T) {
 		rc.mu.Lock()
 		c := rc.idle[0]
 		rc.mu.Unlock()
-		if !alive(c.nc) {
+		if !c.alive() {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -3,12 +3,14 @@ package gateway
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agentenv/agentenv/protocol"
@@ -154,4 +156,46 @@ func TestTimestampFormats(t *testing.T) {
 	if got := formatVirtual(ts.Truncate(time.Second).Add(500 * time.Millisecond)); got != "2026-03-01T10:00:00.500000Z" {
 		t.Fatal(got)
 	}
+}
+
+// TestTrajectoryWriterBatchesAndFlushEndsTheLinger pins the writer's
+// linger on the bubble's fake clock: events emitted within it go to the
+// file in one write, and a reader's flush does not wait for its end.
+func TestTrajectoryWriterBatchesAndFlushEndsTheLinger(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "t.jsonl")
+		tr := openTrajectory(path, quiet, nil)
+		defer tr.close()
+		size := func() int64 {
+			st, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st.Size()
+		}
+		tr.emit("a")
+		synctest.Wait() // the writer lingers
+		tr.emit("b")
+		if n := size(); n != 0 {
+			t.Fatalf("%d bytes written before the linger ended", n)
+		}
+		time.Sleep(trajectoryLinger) // fake time
+		synctest.Wait()
+		raw, _ := os.ReadFile(path)
+		if evs, _ := readEvents(t, raw); len(evs) != 2 {
+			t.Fatalf("%d events after the linger, want 2 in one batch", len(evs))
+		}
+
+		tr.emit("c")
+		synctest.Wait()
+		start := time.Now()
+		tr.flush(context.Background())
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("flush waited %s of fake time for the linger", waited)
+		}
+		raw, _ = os.ReadFile(path)
+		if evs, _ := readEvents(t, raw); len(evs) != 3 {
+			t.Fatalf("%d events after flush, want 3", len(evs))
+		}
+	})
 }
