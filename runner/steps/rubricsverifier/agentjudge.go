@@ -23,6 +23,11 @@ import (
 // repository's source when it is not registered).
 const DefaultJudgeAgentID = "toolcaller"
 
+// ungradedCodes are the error codes of a judge task that ran and answered
+// with no usable grade (the toolcaller's, and the agentsdk's, names): the
+// verification scores 0. Any other failure fails the step.
+var ungradedCodes = []string{"invalid_structured_output", "empty_answer"}
+
 // judgeTTL bounds the judge's sandbox should teardown be missed (a
 // crashed runner); the step tears it down itself on every path.
 const judgeTTL = 2 * time.Hour
@@ -30,11 +35,11 @@ const judgeTTL = 2 * time.Hour
 // agentJudge deploys the judge agent, hands it the work, polls its answer
 // and tears it down, whatever happened. It returns the judge's answer
 // text (its structured output when it gave one). A judge task that ends
-// without a grade through its own fault (agent_error: an answer that is
-// not the asked JSON, no answer) wraps errMalformed, so the caller scores
-// it 0 like an unreadable answer; deploying or reaching the agent, an
-// infra_error task or a timeout fails the step instead, since a 0 would
-// blame the graded agent for the judge's trouble.
+// without a grade although the judge answered (ungradedCodes: not the
+// asked JSON, an empty answer) wraps errMalformed, so the caller scores it
+// 0 like an unreadable answer; deploying or reaching the agent, any other
+// failed task or a timeout fails the step instead, since a 0 would blame
+// the graded agent for the judge's trouble.
 func (c *Config) agentJudge(ctx context.Context, rc *runner.RunContext, verifierID string, w work) (answer string, err error) {
 	d := rc.Services().Deployer
 	if d == nil {
@@ -62,6 +67,11 @@ func (c *Config) agentJudge(ctx context.Context, rc *runner.RunContext, verifier
 	rc.Logger().Info("judge agent deployed", "verifier_id", verifierID, "a2a_agent_id", agentID, "instance_id", ai.InstanceID)
 	record := map[string]any{"a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion, "instance_id": ai.InstanceID,
 		"sandbox_type": ai.SandboxType, "output_format": string(c.OutputFormat.OrDefault())}
+	if c.JudgePriority != nil {
+		// Recorded only: the sandboxes of this build have no scheduling
+		// priority to give it.
+		record["judge_priority"] = *c.JudgePriority
+	}
 	defer func() {
 		// Torn down on every path, with a context that outlives a canceled run.
 		tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -112,13 +122,14 @@ func (c *Config) agentJudge(ctx context.Context, rc *runner.RunContext, verifier
 			msg = reply.Text
 		}
 		err := fmt.Errorf("the judge agent's task ended %s (%s %s): %s", task.Status.State, reply.ErrorType, reply.ErrorCode, head(msg, 300))
-		if reply.ErrorType == protocol.ErrorTypeInfra {
-			// The judge could not work (its model was unreachable, say):
-			// a 0 would blame the graded agent, so the step fails.
+		if !slices.Contains(ungradedCodes, reply.ErrorCode) {
+			// The judge could not work (its model failed or was
+			// unreachable, say): a 0 would blame the graded agent, so the
+			// step fails.
 			return "", err
 		}
-		// The judge worked and failed to produce a grade (an answer that
-		// is not the asked JSON, no answer): the criteria score 0.
+		// The judge worked and gave no readable grade: the criteria
+		// score 0, as with an unreadable answer.
 		return "", fmt.Errorf("%w: %v", errMalformed, err)
 	}
 	if reply.StructuredOutput != nil {
