@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"time"
@@ -116,6 +117,9 @@ func (c *Config) agentJudge(ctx context.Context, rc *runner.RunContext, verifier
 	}
 	record["a2a_state"] = task.Status.State
 	reply := a2aclient.ReadReply(task)
+	if reply.ErrorCode == "task_timeout" { // the agent applied judge_timeout_seconds itself
+		return "", fmt.Errorf("judge agent %q gave no answer within judge_timeout_seconds (%s): %s", agentID, c.timeout(), reply.ErrorMessage)
+	}
 	if task.Status.State != "completed" {
 		msg := reply.ErrorMessage
 		if msg == "" {
@@ -143,7 +147,7 @@ func (c *Config) agentJudge(ctx context.Context, rc *runner.RunContext, verifier
 // the agent's card supports it.
 func (c *Config) configureJudge(ctx context.Context, ac *a2aclient.Client, card json.RawMessage) error {
 	want := map[string]any{"system_prompt": c.systemPrompt(), "model": c.model(),
-		"output_format": c.OutputFormat.schema(), "timeout_seconds": int(c.timeout().Seconds())}
+		"output_format": c.OutputFormat.schema(), "timeout_seconds": int(math.Ceil(c.timeout().Seconds()))}
 	if c.MaxThinkingTokens != nil {
 		want["max_thinking_tokens"] = *c.MaxThinkingTokens
 	}
