@@ -15,14 +15,9 @@ import (
 func TestUnsupportedFieldsRefused(t *testing.T) {
 	const rv = `{"id":"j","type":"rubrics_verifier","prompt_id":"p","criteria":[{"id":"c","criterion":"ok"}]`
 	for js, field := range map[string]string{
-		`[` + rv + `,"use_agent_judge":true}]`:                  "use_agent_judge",
-		`[` + rv + `,"judge_a2a_agent_id":"judge"}]`:            "judge_a2a_agent_id",
-		`[` + rv + `,"judge_sandbox_type":"docker"}]`:           "judge_sandbox_type",
-		`[` + rv + `,"judge_priority":1}]`:                      "judge_priority",
-		`[` + rv + `,"agent_name":"a"}]`:                        "agent_name",
-		`[` + rv + `,"trajectory_filter":{"roles":["agent"]}}]`: "trajectory_filter",
-		`[` + rv + `,"max_thinking_tokens":1000}]`:              "max_thinking_tokens",
-		`[` + rv + `,"effort":"high"}]`:                         "effort",
+		`[` + rv + `,"agent_name":"a"}]`:           "agent_name",
+		`[` + rv + `,"max_thinking_tokens":1000}]`: "max_thinking_tokens",
+		`[` + rv + `,"effort":"high"}]`:            "effort",
 		`[{"id":"l","type":"load_artifact","sandbox_name":"b","artifact_id":"x","snapshot_after_load":true}]`: "snapshot_after_load",
 	} {
 		_, err := runner.ParseSteps(steps.Builtin(), []byte(js))
@@ -39,8 +34,11 @@ func TestUnsupportedFieldsRefused(t *testing.T) {
 			t.Errorf("%s: %q does not name the step type, the field and that it is unsupported", js, msg)
 		}
 	}
-	// The direct judge, spelled out as reference tasks do, stays accepted.
-	if _, err := runner.ParseSteps(steps.Builtin(), []byte(`[`+rv+`,"use_agent_judge":false}]`)); err != nil {
-		t.Errorf("use_agent_judge false: %v", err)
+	// The direct judge, spelled out as reference tasks do, and the agent
+	// judge with its thinking knobs are accepted.
+	for _, js := range []string{`[` + rv + `,"use_agent_judge":false}]`, `[` + rv + `,"use_agent_judge":true,"effort":"high","max_thinking_tokens":1000}]`} {
+		if _, err := runner.ParseSteps(steps.Builtin(), []byte(js)); err != nil {
+			t.Errorf("%s: %v", js, err)
+		}
 	}
 }

@@ -1,16 +1,10 @@
-// Package rubricsverifier is the rubrics_verifier step: a judge model
-// grades a prompt's response (and the agent's trajectory) against
-// criteria, through an OpenAI-compatible chat-completions call (the
-// direct judge; the agent judge is a later phase, and its fields are
-// refused at validation rather than ignored). Rows
-// {id, criterion, weight, result, score, justification} go to
-// metadata.verifications[verifier_id].
 package rubricsverifier
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,23 +36,26 @@ type Criterion struct {
 
 // Config is the step's fields.
 type Config struct {
-	Criteria             []Criterion       `json:"criteria"`
-	PromptID             string            `json:"prompt_id"`
-	DefaultModel         string            `json:"default_model,omitempty"`
-	DefaultModelAPIBase  string            `json:"default_model_api_base,omitempty"`
-	ScoreAggregator      runner.Aggregator `json:"score_aggregator,omitempty"`
-	VerifierID           string            `json:"verifier_id,omitempty"`
-	AgentName            string            `json:"agent_name,omitempty"`
-	TrajectoryFilter     map[string]any    `json:"trajectory_filter,omitempty"`
-	MaxThinkingTokens    *int              `json:"max_thinking_tokens,omitempty"`
-	Effort               string            `json:"effort,omitempty"`
+	Criteria            []Criterion       `json:"criteria"`
+	PromptID            string            `json:"prompt_id"`
+	DefaultModel        string            `json:"default_model,omitempty"`
+	DefaultModelAPIBase string            `json:"default_model_api_base,omitempty"`
+	ScoreAggregator     runner.Aggregator `json:"score_aggregator,omitempty"`
+	VerifierID          string            `json:"verifier_id,omitempty"`
+	AgentName           string            `json:"agent_name,omitempty"`
+	TrajectoryFilter    *TrajectoryFilter `json:"trajectory_filter,omitempty"`
+	MaxThinkingTokens   *int              `json:"max_thinking_tokens,omitempty"`
+	Effort              string            `json:"effort,omitempty"`
+	// UseAgentJudge: the reference defaults it to true; unset here means
+	// the direct judge (see docs/steps.md: no default judge agent is
+	// assumed to be registered in a store).
 	UseAgentJudge        *bool             `json:"use_agent_judge,omitempty"`
 	UseTrajectory        *bool             `json:"use_trajectory,omitempty"` // true
 	JudgeA2AAgentID      string            `json:"judge_a2a_agent_id,omitempty"`
 	JudgeSandboxType     string            `json:"judge_sandbox_type,omitempty"`
 	JudgePriority        *int              `json:"judge_priority,omitempty"`
 	JudgeTimeoutSeconds  *float64          `json:"judge_timeout_seconds,omitempty"` // 1000
-	OutputFormat         string            `json:"output_format,omitempty"`         // rubric_binary
+	OutputFormat         OutputFormat      `json:"output_format,omitempty"`         // rubric_binary
 	GradingPolicyPrompt  string            `json:"grading_policy_prompt,omitempty"`
 	ContextFactsForJudge map[string]string `json:"context_facts_for_judge,omitempty"`
 }
@@ -73,6 +70,8 @@ var (
 func (c *Config) EntityRefs() []runner.EntityRef {
 	return []runner.EntityRef{{Field: "judge_a2a_agent_id", Collection: string(registry.A2AAgents)}}
 }
+
+func (c *Config) agentJudgeOn() bool { return c.UseAgentJudge != nil && *c.UseAgentJudge }
 
 // Validate implements runner.Validator.
 func (c *Config) Validate() error {
@@ -92,43 +91,64 @@ func (c *Config) Validate() error {
 		}
 		seen[cr.ID] = true
 	}
-	if err := c.unsupported(); err != nil {
-		return err
+	if c.TrajectoryFilter != nil {
+		if err := c.TrajectoryFilter.validate(); err != nil {
+			return runner.Invalid("trajectory_filter", "%v", err)
+		}
 	}
-	if c.OutputFormat != "" && c.OutputFormat != "rubric_binary" {
-		return runner.Invalid("output_format", "only rubric_binary is supported by this build")
+	for label, path := range c.ContextFactsForJudge {
+		if label == "" || path == "" || strings.HasPrefix(path, ".") || strings.HasSuffix(path, ".") || strings.Contains(path, "..") {
+			return runner.Invalid("context_facts_for_judge", "each entry maps a label to a dotted path of the run context, got %q: %q", label, path)
+		}
 	}
 	if c.JudgeTimeoutSeconds != nil && *c.JudgeTimeoutSeconds <= 0 {
 		return runner.Invalid("judge_timeout_seconds", "must be positive")
 	}
+	if c.MaxThinkingTokens != nil && *c.MaxThinkingTokens < 0 {
+		return runner.Invalid("max_thinking_tokens", "must not be negative")
+	}
+	return c.unsupported()
+}
+
+// unsupported refuses fields this build parses but cannot act on, so a
+// task never runs with a setting silently dropped. The agent judge's
+// knobs belong to it alone; the direct judge's chat call has no thinking
+// settings.
+func (c *Config) unsupported() error {
+	const notYet = "is not supported yet by rubrics_verifier"
+	if !c.agentJudgeOn() {
+		const agentOnly = "applies to the agent judge only; set use_agent_judge to true"
+		switch {
+		case c.JudgeA2AAgentID != "":
+			return runner.Invalid("judge_a2a_agent_id", agentOnly)
+		case c.JudgeSandboxType != "":
+			return runner.Invalid("judge_sandbox_type", agentOnly)
+		case c.JudgePriority != nil:
+			return runner.Invalid("judge_priority", agentOnly)
+		case c.MaxThinkingTokens != nil:
+			return runner.Invalid("max_thinking_tokens", "%s with the direct judge (the agent judge sends it through agent-config)", notYet)
+		case c.Effort != "":
+			return runner.Invalid("effort", "%s with the direct judge (the agent judge sends it through agent-config)", notYet)
+		}
+	}
+	if c.AgentName != "" {
+		return runner.Invalid("agent_name", "%s (prompt_id names the graded work)", notYet)
+	}
 	return nil
 }
 
-// unsupported refuses fields this build parses but does not act on, so a
-// task never runs with a setting silently dropped: the agent judge and its
-// knobs, and the judge-call tuning the direct judge does not send.
-// use_agent_judge: false (what reference tasks spell out) is accepted.
-func (c *Config) unsupported() error {
-	const notYet = "is not supported yet by rubrics_verifier"
-	switch {
-	case c.UseAgentJudge != nil && *c.UseAgentJudge:
-		return runner.Invalid("use_agent_judge", "the agent judge %s; remove it or set it to false for the direct judge", notYet)
-	case c.JudgeA2AAgentID != "":
-		return runner.Invalid("judge_a2a_agent_id", "%s (it belongs to the agent judge)", notYet)
-	case c.JudgeSandboxType != "":
-		return runner.Invalid("judge_sandbox_type", "%s (it belongs to the agent judge)", notYet)
-	case c.JudgePriority != nil:
-		return runner.Invalid("judge_priority", "%s (it belongs to the agent judge)", notYet)
-	case c.AgentName != "":
-		return runner.Invalid("agent_name", "%s", notYet)
-	case len(c.TrajectoryFilter) > 0:
-		return runner.Invalid("trajectory_filter", "%s", notYet)
-	case c.MaxThinkingTokens != nil:
-		return runner.Invalid("max_thinking_tokens", "%s", notYet)
-	case c.Effort != "":
-		return runner.Invalid("effort", "%s", notYet)
+func (c *Config) model() string {
+	if c.DefaultModel != "" {
+		return c.DefaultModel
 	}
-	return nil
+	return DefaultModel
+}
+
+func (c *Config) timeout() time.Duration {
+	if c.JudgeTimeoutSeconds != nil {
+		return time.Duration(*c.JudgeTimeoutSeconds * float64(time.Second))
+	}
+	return 1000 * time.Second
 }
 
 // Run implements runner.Step.
@@ -146,52 +166,45 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		rc.SetVerification(id, runner.PromptErrorVerification(p))
 		return nil
 	}
+	// The agent judge may bring its own model settings; the direct judge
+	// cannot run without an endpoint.
 	base, key := c.endpoint(rc)
-	if base == "" {
+	if base == "" && !c.agentJudgeOn() {
 		return fmt.Errorf("rubrics_verifier: no judge model endpoint configured (default_model_api_base, judge_litellm_base_url, litellm_base_url or LITELLM_BASE_URL)")
 	}
-	model := c.DefaultModel
-	if model == "" {
-		model = DefaultModel
+	w := c.collect(ctx, rc, pr)
+	var answer string
+	if c.agentJudgeOn() {
+		answer, err = c.agentJudge(ctx, rc, id, w)
+	} else {
+		answer, err = chat(ctx, base, key, c.model(), []msg{{Role: "system", Content: c.systemPrompt()},
+			{Role: "user", Content: c.userMessage(w)}}, c.timeout())
 	}
-	traj := ""
-	if c.UseTrajectory == nil || *c.UseTrajectory {
-		traj = c.trajectory(ctx, rc, pr)
-	}
-	timeout := 1000 * time.Second
-	if c.JudgeTimeoutSeconds != nil {
-		timeout = time.Duration(*c.JudgeTimeoutSeconds * float64(time.Second))
-	}
-	content, err := chat(ctx, base, key, model, c.messages(pr, traj, rc), timeout)
-	if err != nil {
+	var rows []runner.Row
+	switch {
+	case errors.Is(err, errMalformed):
+		rows = failRows(c.Criteria, err)
+	case err != nil:
 		return fmt.Errorf("rubrics_verifier judge: %w", err)
+	default:
+		rows, err = c.OutputFormat.grades(answer, c.Criteria)
 	}
-	verdicts := parseVerdicts(content)
-	rows := make([]runner.Row, 0, len(c.Criteria))
-	for _, cr := range c.Criteria {
-		w := 1.0
-		if cr.Weight != nil {
-			w = *cr.Weight
-		}
-		row := runner.Row{"id": cr.ID, "criterion": cr.Criterion, "weight": w}
-		v, ok := verdicts[cr.ID]
-		switch {
-		case !ok:
-			row["result"], row["score"], row["justification"] = false, 0.0, "the judge gave no verdict for this criterion"
-		default:
-			row["result"], row["score"], row["justification"] = v.Result, b2f(v.Result), v.Justification
-		}
-		rows = append(rows, row)
+	if err != nil {
+		rc.Logger().Warn("the judge's grade could not be read; every criterion scores 0", "verifier_id", id, "error", err)
 	}
 	rc.SetVerification(id, runner.Verification{Score: agg.Aggregate(rows), Results: rows})
 	return nil
 }
 
-func b2f(b bool) float64 {
-	if b {
-		return 1
+// failRows gives every criterion a failing row that says why.
+func failRows(criteria []Criterion, err error) []runner.Row {
+	rows := make([]runner.Row, 0, len(criteria))
+	for _, cr := range criteria {
+		row := baseRow(cr)
+		row["result"], row["score"], row["justification"] = false, 0.0, err.Error()
+		rows = append(rows, row)
 	}
-	return 0
+	return rows
 }
 
 func (c *Config) endpoint(rc *runner.RunContext) (string, string) {
@@ -214,67 +227,9 @@ func (c *Config) endpoint(rc *runner.RunContext) (string, string) {
 	return strings.TrimRight(base, "/"), key
 }
 
-// trajectory reads the prompt's stored trajectory (best effort, capped).
-func (c *Config) trajectory(ctx context.Context, rc *runner.RunContext, pr map[string]any) string {
-	objs := rc.Services().Objects
-	u, _ := pr["agent_trajectory_object_url"].(string)
-	if objs == nil || u == "" {
-		return ""
-	}
-	k, err := objs.KeyOf(u)
-	if err != nil {
-		return ""
-	}
-	r, _, err := objs.Open(ctx, k)
-	if err != nil {
-		return ""
-	}
-	defer r.Close()
-	b, _ := io.ReadAll(io.LimitReader(r, 200_000))
-	return string(b)
-}
-
 type msg struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
-}
-
-func (c *Config) messages(pr map[string]any, traj string, rc *runner.RunContext) []msg {
-	sys := "You grade an AI agent's work against a rubric. For each criterion decide true (met) or false (not met). " +
-		`Answer with one JSON object only: {"results":[{"id":"<criterion id>","result":true|false,"justification":"<one sentence>"}]}.`
-	if c.GradingPolicyPrompt != "" {
-		sys += "\n\nGrading policy:\n" + c.GradingPolicyPrompt
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "Task given to the agent:\n%v\n\nThe agent's final response:\n%v\n", pr["prompt_text"], pr["response"])
-	if traj != "" {
-		fmt.Fprintf(&b, "\nThe agent's trajectory (JSON):\n%s\n", traj)
-	}
-	if len(c.ContextFactsForJudge) > 0 {
-		snap := rc.Snapshot()
-		b.WriteString("\nFacts:\n")
-		for label, path := range c.ContextFactsForJudge {
-			v, _ := json.Marshal(lookup(snap, path))
-			fmt.Fprintf(&b, "- %s: %s\n", label, v)
-		}
-	}
-	b.WriteString("\nCriteria:\n")
-	for _, cr := range c.Criteria {
-		fmt.Fprintf(&b, "- %s: %s\n", cr.ID, cr.Criterion)
-	}
-	return []msg{{Role: "system", Content: sys}, {Role: "user", Content: b.String()}}
-}
-
-func lookup(doc map[string]any, path string) any {
-	var cur any = doc
-	for _, seg := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[seg]
-	}
-	return cur
 }
 
 // chat is one non-streaming chat completion; the API key is sent only in
@@ -315,48 +270,4 @@ func chat(ctx context.Context, base, key, model string, msgs []msg, timeout time
 		return "", fmt.Errorf("judge answer is not a chat completion")
 	}
 	return out.Choices[0].Message.Content, nil
-}
-
-type verdict struct {
-	Result        bool
-	Justification string
-}
-
-// parseVerdicts reads {"results":[{id,result,justification}]} from the
-// judge's text (the last JSON object in it).
-func parseVerdicts(text string) map[string]verdict {
-	out := map[string]verdict{}
-	for end := strings.LastIndexByte(text, '}'); end >= 0; end = strings.LastIndexByte(text[:end], '}') {
-		for start := strings.IndexByte(text, '{'); start >= 0 && start < end; {
-			var v struct {
-				Results []struct {
-					ID            string `json:"id"`
-					Result        any    `json:"result"`
-					Justification string `json:"justification"`
-				} `json:"results"`
-			}
-			if json.Unmarshal([]byte(text[start:end+1]), &v) == nil && v.Results != nil {
-				for _, r := range v.Results {
-					ok := false
-					switch x := r.Result.(type) {
-					case bool:
-						ok = x
-					case string:
-						ok = strings.EqualFold(x, "true") || strings.EqualFold(x, "pass") || strings.EqualFold(x, "passed")
-					}
-					out[r.ID] = verdict{Result: ok, Justification: r.Justification}
-				}
-				return out
-			}
-			next := strings.IndexByte(text[start+1:], '{')
-			if next < 0 {
-				break
-			}
-			start += next + 1
-		}
-		if end == 0 {
-			break
-		}
-	}
-	return out
 }
