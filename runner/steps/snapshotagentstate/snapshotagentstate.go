@@ -79,7 +79,8 @@ var (
 // EntityRefs implements runner.EntityRefser. artifact_id is the step's
 // output (a new universe version), so it is not checked for existence.
 func (c *Config) EntityRefs() []runner.EntityRef {
-	return []runner.EntityRef{runner.EnvRef("env_id"), runner.ArtifactRef("universe_artifact_id", "")}
+	return []runner.EntityRef{{Field: "artifact_id", Collection: string(registry.Artifacts), Output: true},
+		runner.EnvRef("env_id"), runner.ArtifactRef("universe_artifact_id", "")}
 }
 
 // Validate implements runner.Validator.
