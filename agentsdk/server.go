@@ -131,6 +131,9 @@ func New(card *Card, opts *Options) (*Server, error) {
 	}
 	s.handler = h
 	s.extensions = []*extension{s.mcpConfigExtension(), s.agentConfigExtension(), s.skillConfigExtension(), s.trajectoryExtension(), s.peerAgentsExtension()}
+	if sn, ok := agent.(Snapshotter); ok {
+		s.extensions = append(s.extensions, s.snapshotExtension(sn))
+	}
 	if th, ok := agent.(TriggerHost); ok && th.HostsTriggers() {
 		s.triggers = newTriggerState()
 		s.extensions = append(s.extensions, s.triggersExtension())

@@ -63,7 +63,7 @@ func artifactPreflight(ctx context.Context, d *StepDef, s *Services) []error {
 	}
 	var errs []error
 	for _, ref := range refser.EntityRefs() {
-		if ref.Collection != string(registry.Artifacts) {
+		if ref.Collection != string(registry.Artifacts) || ref.Output {
 			continue
 		}
 		for _, id := range d.EntityIDs(ref) {

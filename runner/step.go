@@ -41,6 +41,10 @@ type EntityRef struct {
 	VersionField string // the matching version field ("artifact_version"), "" when none
 	List         bool   // the field is a list of ids
 	ListKey      string // for lists of objects: the key holding the id ("id")
+	// Output marks an entity the step writes (a new version of it, as
+	// snapshot_agent_state's artifact_id): it need not exist beforehand,
+	// so preflight and bundles neither check nor pin it.
+	Output bool
 }
 
 // EntityRefser is implemented by step configs that reference entities.

@@ -154,7 +154,7 @@ func pinStep(ctx context.Context, i int, d *runner.StepDef, docsFor func(string)
 	}
 	for _, ref := range refser.EntityRefs() {
 		raw, ok := fields[ref.Field]
-		if !ok {
+		if !ok || ref.Output {
 			continue
 		}
 		switch {

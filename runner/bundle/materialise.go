@@ -162,7 +162,7 @@ func prepareTask(ctx context.Context, tf TaskFile, reg *runner.StepRegistry, art
 		}
 		for _, ref := range refser.EntityRefs() {
 			raw, ok := d.Fields[ref.Field]
-			if !ok || ref.Collection != string(registry.Artifacts) {
+			if !ok || ref.Collection != string(registry.Artifacts) || ref.Output {
 				continue
 			}
 			rewritten, ids, err := rewriteRef(raw, ref, artifacts)

@@ -428,3 +428,19 @@ func (s Stores) source(ctx context.Context, imageRef, binaryRef *registry.Ref, i
 	}
 	return src
 }
+
+// OpenAgentBinary opens the static binary a registered agent runs from, for
+// steps that start the agent themselves inside a sandbox they do not own
+// (install_agent, deploy_agent with sandbox_name). An agent registered only
+// as a Docker image has no binary: that is an error naming the agent.
+func (s Stores) OpenAgentBinary(ctx context.Context, a *Agent) (io.ReadCloser, error) {
+	if a.BinaryArtifactRef == nil {
+		return nil, fmt.Errorf("a2a agent %s v%d has no binary artifact (registered as an image only); "+
+			"register it from a Go package or binary to start it inside a sandbox", a.ID, a.Version)
+	}
+	rc, _, err := s.artifactsFor(a.BinaryArtifactRef.ID).OpenFile(ctx, *a.BinaryArtifactRef)
+	if err != nil {
+		return nil, fmt.Errorf("a2a agent %s v%d binary: %w", a.ID, a.Version, err)
+	}
+	return rc, nil
+}

@@ -6,25 +6,30 @@ package steps
 
 import (
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps/addskills"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
 	"github.com/agentenv/agentenv/runner/steps/applyserverconfig"
 	"github.com/agentenv/agentenv/runner/steps/collectartifacts"
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
+	"github.com/agentenv/agentenv/runner/steps/deployhumanagent"
 	"github.com/agentenv/agentenv/runner/steps/deploysandbox"
 	"github.com/agentenv/agentenv/runner/steps/dockercontainer"
 	"github.com/agentenv/agentenv/runner/steps/envgates"
 	"github.com/agentenv/agentenv/runner/steps/envoutcomeverifier"
+	"github.com/agentenv/agentenv/runner/steps/installagent"
 	"github.com/agentenv/agentenv/runner/steps/loadartifact"
 	"github.com/agentenv/agentenv/runner/steps/modifyenvtoolaccess"
 	"github.com/agentenv/agentenv/runner/steps/peeragents"
 	"github.com/agentenv/agentenv/runner/steps/promptagent"
 	"github.com/agentenv/agentenv/runner/steps/promptverifier"
+	"github.com/agentenv/agentenv/runner/steps/registeragenttriggers"
 	"github.com/agentenv/agentenv/runner/steps/registerenvtriggers"
 	"github.com/agentenv/agentenv/runner/steps/resetenv"
 	"github.com/agentenv/agentenv/runner/steps/review"
 	"github.com/agentenv/agentenv/runner/steps/rubricsverifier"
 	"github.com/agentenv/agentenv/runner/steps/runcode"
+	"github.com/agentenv/agentenv/runner/steps/snapshotagentstate"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
@@ -61,5 +66,10 @@ func Builtin() *runner.StepRegistry {
 	r.Register(envgates.EnvCoreProtocolInfo())
 	r.Register(envgates.MCPToolSchemaInfo())
 	r.Register(envgates.GateAggregatorInfo())
+	r.Register(installagent.StepInfo())
+	r.Register(addskills.StepInfo())
+	r.Register(deployhumanagent.StepInfo())
+	r.Register(registeragenttriggers.StepInfo())
+	r.Register(snapshotagentstate.StepInfo())
 	return r
 }

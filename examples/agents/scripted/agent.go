@@ -30,6 +30,8 @@ func (c *Config) Validate() error {
 type Agent struct {
 	// Default is the script used until agent-config sets one.
 	Default json.RawMessage
+
+	conv conversations // per-context turns, for snapshots
 }
 
 var (
@@ -96,15 +98,18 @@ func (a *Agent) Run(ctx context.Context, t *agentsdk.Task) (*agentsdk.Result, er
 		_ = t.Trajectory.Append(map[string]any{"type": "tool_result", "step": i, "name": st.Tool, "is_error": res.IsError, "text": res.Text})
 	}
 	if rule.Fail != nil {
+		a.conv.add(t.ContextID, Turn{Prompt: prompt, Error: rule.Fail.Code})
 		_ = t.Trajectory.Append(map[string]any{"type": "final", "error_code": rule.Fail.Code})
 		return nil, &agentsdk.Failure{Type: protocol.ErrorTypeAgent, Code: rule.Fail.Code, Message: rule.Fail.Message, Usage: usage}
 	}
 	res := &agentsdk.Result{Usage: usage, StructuredOutput: rule.StructuredOutput}
+	var text string
 	if rule.Reply != "" {
-		text := render(rule.Reply, prompt, results)
+		text = render(rule.Reply, prompt, results)
 		res.Parts = []protocol.Part{protocol.TextPart(text)}
 		_ = t.Trajectory.Append(map[string]any{"type": "final", "text": text})
 	}
+	a.conv.add(t.ContextID, Turn{Prompt: prompt, Reply: text})
 	return res, nil
 }
 

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -26,6 +25,7 @@ import (
 	"github.com/agentenv/agentenv/runner/examplecatalog"
 	"github.com/agentenv/agentenv/runner/gwclient"
 	"github.com/agentenv/agentenv/runner/sandbox"
+	"github.com/agentenv/agentenv/runner/steps/internal/agentplace"
 )
 
 // Type is the step type name.
@@ -120,9 +120,6 @@ func (c *Config) Validate() error {
 		}
 		seen[e] = true
 	}
-	if c.SandboxName != "" {
-		return runner.Invalid("sandbox_name", "placing an agent on a VM sandbox is not supported by this build")
-	}
 	if c.NetworkPolicy != nil {
 		if err := c.NetworkPolicy.Validate(); err != nil {
 			return runner.Invalid("network_policy", "%v", err)
@@ -165,6 +162,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	var envs []boundEnv
 	var instances []string
+	hostMCP := map[string]string{} // env instance -> MCP URL as this host reaches it
 	for _, id := range c.EnvIDs {
 		e, err := rc.EnvEntry(id, c.EnvStepID)
 		if err != nil {
@@ -173,6 +171,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		inst, _ := e["instance_id"].(string)
 		name, _ := e["environment_name"].(string)
 		envs = append(envs, boundEnv{id: id, instance: inst, name: name, controlToken: gwclient.ControlToken(ctx, rc, e)})
+		hostMCP[inst], _ = e["mcp_url"].(string)
 		instances = append(instances, inst)
 	}
 	spec := rc.UserOverride("agent_sandbox")
@@ -186,24 +185,32 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if c.TTLSeconds != nil {
 		ttl = time.Duration(*c.TTLSeconds) * time.Second
 	}
-	baseURL := c.LiteLLMBaseURL
-	if v := rc.UserOverride("litellm_base_url"); v != "" {
-		baseURL = v
-	}
-	if baseURL == "" {
-		baseURL = os.Getenv("LITELLM_BASE_URL")
-	}
-	apiKey := rc.UserOverride("litellm_api_key")
-	if apiKey == "" {
-		apiKey = os.Getenv("LITELLM_API_KEY")
-	}
+	baseURL, apiKey := agentplace.ModelEndpoint(rc, c.LiteLLMBaseURL)
 	// An episode plays this agent itself: register its in-process endpoint
 	// instead of deploying a sandbox (runner/episode_override.go).
 	hosted, isHosted := runner.HostedAgentFor(ctx, name)
 	var ai *envdeploy.AgentInstance
-	if isHosted {
+	placed := c.SandboxName != "" && !isHosted
+	switch {
+	case isHosted:
 		ai = runner.HostedAgentInstance(rc, hosted, instances)
-	} else {
+	case placed:
+		env := map[string]string{}
+		for k, v := range c.EnvVars {
+			env[k] = v
+		}
+		if baseURL != "" {
+			env["LITELLM_BASE_URL"] = baseURL
+		}
+		if apiKey != "" {
+			env["LITELLM_API_KEY"] = apiKey
+		}
+		var err error
+		if ai, err = c.place(ctx, rc, name, agentID, version, env); err != nil {
+			return fmt.Errorf("deploy agent %q on sandbox %q: %w", name, c.SandboxName, err)
+		}
+		ai.EnvMCPURLs = hostMCP
+	default:
 		if version == 0 {
 			if err := examplecatalog.EnsureAgent(ctx, d, agentID); err != nil {
 				return fmt.Errorf("deploy agent %q: %w", name, err)
@@ -220,7 +227,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 			TerminateFunc: func(ctx context.Context) error { return d.TeardownAgent(ctx, ai.InstanceID) }})
 	}
 	fail := func(err error) error {
-		if !isHosted {
+		if !isHosted && !placed { // a placed agent ends with its sandbox
 			_ = d.TeardownAgent(context.WithoutCancel(ctx), ai.InstanceID)
 		}
 		return fmt.Errorf("deploy agent %q: %w", name, err)
@@ -297,6 +304,10 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		"a2a_url": ai.A2AURL, "a2a_card": cardv, "instance_id": ai.InstanceID, "role": nilIfEmpty(c.Role),
 		"network_policy": np, "on_host": isHosted, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,
 		"env_ids": c.EnvIDs, "deploy_step_id": rc.StepID()}
+	if placed {
+		entry["instance_id"] = nil
+		entry["sandbox_name"] = c.SandboxName
+	}
 	if err := rc.AddAgentEntry(entry); err != nil {
 		return fail(err)
 	}
@@ -363,4 +374,61 @@ func asHTTP(err error, he **a2aclient.HTTPError) bool {
 		*he = e
 	}
 	return ok
+}
+
+// PlacementPort is the sandbox port an agent placed with sandbox_name
+// serves A2A on: the VM sandbox must expose it.
+const PlacementPort = 8000
+
+// place starts the agent's binary on the VM-mode sandbox sandbox_name
+// (listening on PlacementPort) and waits for its card. Nothing is
+// recorded in the agent-instance store: the agent lives and ends with the
+// sandbox, which deploy_sandbox holds for teardown.
+func (c *Config) place(ctx context.Context, rc *runner.RunContext, name, agentID string, version int, env map[string]string) (*envdeploy.AgentInstance, error) {
+	d := rc.Services().Deployer
+	ds, sb, err := rc.Sandbox(ctx, c.SandboxName)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox_name: %w", err)
+	}
+	if ds.SandboxMode != sandbox.ModeVM {
+		return nil, fmt.Errorf("sandbox_name: %q is a %s-mode sandbox; agents are placed on vm-mode sandboxes", c.SandboxName, ds.SandboxMode)
+	}
+	if version == 0 {
+		if err := examplecatalog.EnsureAgent(ctx, d, agentID); err != nil {
+			return nil, err
+		}
+	}
+	a, err := d.Stores.GetAgent(ctx, registry.Ref{ID: agentID, Version: version})
+	if err != nil {
+		return nil, fmt.Errorf("a2a_agent_id %q: %w", agentID, err)
+	}
+	all := map[string]string{}
+	for k, v := range a.EnvVars {
+		all[k] = v
+	}
+	for k, v := range env {
+		all[k] = v
+	}
+	bin, err := d.Stores.OpenAgentBinary(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	defer bin.Close()
+	u, err := agentplace.Start(ctx, sb, bin, agentplace.Options{Name: name, Port: PlacementPort, Env: all})
+	if err != nil {
+		return nil, err
+	}
+	timeout := d.ReadyTimeout
+	if timeout == 0 {
+		timeout = 300 * time.Second
+	}
+	card, err := agentplace.WaitCard(ctx, u, timeout)
+	if err != nil {
+		if tail := agentplace.Log(context.WithoutCancel(ctx), sb, name); tail != "" {
+			err = fmt.Errorf("%w; its log tail:\n%s", err, tail)
+		}
+		return nil, err
+	}
+	return &envdeploy.AgentInstance{AgentID: a.ID, AgentVersion: a.Version, AgentName: name, Status: envdeploy.StatusDeployed,
+		APIURL: u, A2AURL: u + "/", SandboxID: ds.SandboxID, SandboxType: ds.SandboxType, AgentCard: card}, nil
 }

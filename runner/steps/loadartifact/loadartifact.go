@@ -301,6 +301,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 		entry["sandbox_id"] = sb.ID()
 		entry["step_id"] = rc.StepID()
+		if c.SandboxName == "" && c.AgentName != "" {
+			entry["agent_name"] = c.AgentName // add_skills finds the files an agent was given
+		}
 		rc.AppendMetadata("loaded_file_artifact_universes", entry)
 	}
 	return nil

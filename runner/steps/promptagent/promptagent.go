@@ -6,7 +6,9 @@
 // With max_conversation_turns > 1 and user_agent_name, a second deployed
 // agent plays the user: each agent reply is sent to it, and its answer
 // ({message, done} structured output, or its text) is the next prompt
-// until it says done or the turns run out.
+// until it says done or the turns run out. With user_a2a_url instead, the
+// user is an external A2A endpoint (a person's chat front end, another
+// framework's user simulator) that is not an agent of the run.
 package promptagent
 
 import (
@@ -17,6 +19,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +105,16 @@ func (c *Config) Validate() error {
 		return runner.Invalid("max_conversation_turns", "must be >= 1")
 	}
 	if c.UserA2AURL != "" {
-		return runner.Invalid("user_a2a_url", "human users over A2A are a later phase; deploy the user agent and name it in user_agent_name")
+		u, err := url.Parse(c.UserA2AURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+			return runner.Invalid("user_a2a_url", "%q must be an absolute http(s) URL without credentials", c.UserA2AURL)
+		}
+		if c.MaxConversationTurns == nil || *c.MaxConversationTurns < 2 {
+			return runner.Invalid("user_a2a_url", "names the user of a conversation: set max_conversation_turns above 1")
+		}
+		if c.UserAgentName != "" {
+			return runner.Invalid("user_a2a_url", "give user_a2a_url or user_agent_name, not both")
+		}
 	}
 	return nil
 }
@@ -160,11 +172,16 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		if name == "" {
 			name = "human_agent"
 		}
-		ue, err := rc.AgentEntry(name)
-		if err != nil {
-			return fmt.Errorf("user_agent_name: %w", err)
+		u := strings.TrimRight(c.UserA2AURL, "/") // an external user endpoint, not an agent of the run
+		if u == "" {
+			ue, err := rc.AgentEntry(name)
+			if err != nil {
+				return fmt.Errorf("user_agent_name: %w", err)
+			}
+			u, _ = ue["api_url"].(string)
+		} else {
+			name = u
 		}
-		u, _ := ue["api_url"].(string)
 		user = a2aclient.New(u, nil)
 		ucard, err := user.Card(ctx)
 		if err != nil {
@@ -243,6 +260,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 	}
 	entry["tool_call_count"] = total
+	if c.UserA2AURL != "" {
+		entry["user_a2a_url"] = c.UserA2AURL
+	}
 	if last.url != "" {
 		entry["agent_trajectory_object_url"] = last.url
 		entry["agent_trajectory_s3_uri"] = last.url

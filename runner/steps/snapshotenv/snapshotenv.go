@@ -118,7 +118,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		if err != nil {
 			return fmt.Errorf("env %s server %s: data/get: %w", envID, s, err)
 		}
-		body, err := exportBody(parts)
+		body, err := ExportBody(parts)
 		if err != nil {
 			return fmt.Errorf("env %s server %s: %w", envID, s, err)
 		}
@@ -141,9 +141,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	return nil
 }
 
-// exportBody is the server's export as one JSON document: its only JSON
+// ExportBody is a server's data/get export as one JSON document: its only JSON
 // part, or a list of them.
-func exportBody(parts []protocol.Part) ([]byte, error) {
+func ExportBody(parts []protocol.Part) ([]byte, error) {
 	var docs []json.RawMessage
 	for _, p := range parts {
 		switch {
