@@ -5,7 +5,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"mime"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -146,4 +148,20 @@ func WriteFileAtomic(path string, r io.Reader) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// GuessContentType is the content type of an object put without one,
+// from its key's extension; every object store uses it so that a key has
+// the same type whichever backend holds it.
+func GuessContentType(key string) string {
+	switch {
+	case strings.HasSuffix(key, ".tar.gz"), strings.HasSuffix(key, ".tgz"):
+		return "application/gzip"
+	case strings.HasSuffix(key, ".jsonl"):
+		return "application/x-ndjson"
+	}
+	if t := mime.TypeByExtension(path.Ext(key)); t != "" {
+		return t
+	}
+	return "application/octet-stream"
 }

@@ -49,6 +49,10 @@ type Stores struct {
 //	document local|sqlite: path (SQLite file), local_path (the @local file)
 //	document postgres:     dsn (may be env:/secret:), schema, local_path
 //	object local:          root
+//	object s3|gcs|azure:   url, part_size_mib, concurrency, and credentials as
+//	                       env:/secret: references (s3: access_key_id,
+//	                       secret_access_key, session_token; gcs:
+//	                       credentials_json; azure: account_key)
 //	image local:           registry_host, repository_prefix
 //	secret local:          file_path, use_env
 type StoreSpec struct {

@@ -172,7 +172,7 @@ x = 1
 	for _, want := range []string{
 		"config.toml:2: unknown table [sandbx]; did you mean [sandbox]?",
 		`unknown key "bse_url" in [model]; did you mean "base_url"?`,
-		`unknown key "imp" in a [stores.<kind>] table (want impl and config); did you mean "impl"?`,
+		`unknown key "imp" in a [stores.<kind>] table (want impl or backend, and config); did you mean "impl"?`,
 		"unknown table [totally_unrelated_table]",
 		`unknown key "pth" in [stores.document.config] (the local document store reads path, local_path); did you mean "path"?`,
 		`unknown environment variable AGENT_ENV_DOCUMNT_STORE; did you mean "AGENT_ENV_DOCUMENT_STORE"?`,

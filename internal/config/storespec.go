@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -10,14 +11,18 @@ import (
 )
 
 type storeTable struct {
-	Impl   string         `toml:"impl"`
-	Config map[string]any `toml:"config"`
+	Impl string `toml:"impl"`
+	// Backend is another name for impl, the one the object store
+	// documentation uses (`backend = "s3"`).
+	Backend string         `toml:"backend"`
+	Config  map[string]any `toml:"config"`
 }
 
 // UnmarshalTOML accepts `document = "postgres"` and
 // `[stores.document] impl = "postgres"` with a [stores.document.config]
-// table (or an inline table). Unknown keys of the table are recorded as
-// warnings.
+// table (or an inline table). backend is accepted for impl
+// (`[stores.object] backend = "s3"`); giving both with different values
+// is an error. Unknown keys of the table are recorded as warnings.
 func (s *StoreSpec) UnmarshalTOML(data []byte) error {
 	t := bytes.TrimSpace(data)
 	if len(t) > 0 && (t[0] == '"' || t[0] == '\'') {
@@ -50,8 +55,8 @@ func (s *StoreSpec) UnmarshalTOML(data []byte) error {
 	if errors.As(err, &sm) {
 		for _, de := range sm.Errors {
 			name := strings.Join(de.Key(), ".")
-			w := Warning{Key: name, Message: "unknown key " + strconv.Quote(name) + " in a [stores.<kind>] table (want impl and config)"}
-			w.Suggestion = suggest(name, []string{"impl", "config"})
+			w := Warning{Key: name, Message: "unknown key " + strconv.Quote(name) + " in a [stores.<kind>] table (want impl or backend, and config)"}
+			w.Suggestion = suggest(name, []string{"impl", "backend", "config"})
 			s.problems = append(s.problems, w)
 		}
 		st = storeTable{}
@@ -59,6 +64,12 @@ func (s *StoreSpec) UnmarshalTOML(data []byte) error {
 	}
 	if err != nil {
 		return err
+	}
+	if st.Backend != "" {
+		if st.Impl != "" && st.Impl != st.Backend {
+			return fmt.Errorf("impl %q and backend %q disagree (backend is another name for impl: give one)", st.Impl, st.Backend)
+		}
+		st.Impl = st.Backend
 	}
 	s.Impl, s.Config = st.Impl, st.Config
 	return nil

@@ -10,7 +10,7 @@ import (
 // included). Plugins may add more later.
 var storeImpls = map[string][]string{
 	"document": {"local", "sqlite", "postgres"},
-	"object":   {"local", "filesystem"},
+	"object":   {"local", "filesystem", "s3", "gcs", "azure"},
 	"image":    {"local"},
 	"secret":   {"local", "env"},
 }
@@ -19,9 +19,12 @@ var storeImpls = map[string][]string{
 // reads; others are warned about.
 var storeConfigKeys = map[string]map[string][]string{
 	"document": {"local": {"path", "local_path"}, "sqlite": {"path", "local_path"}, "postgres": {"dsn", "schema", "local_path"}},
-	"object":   {"local": {"root"}, "filesystem": {"root"}},
-	"image":    {"local": {"registry_host", "repository_prefix"}},
-	"secret":   {"local": {"file_path", "use_env"}, "env": {"file_path", "use_env"}},
+	"object": {"local": {"root"}, "filesystem": {"root"},
+		"s3":    {"url", "access_key_id", "secret_access_key", "session_token", "part_size_mib", "concurrency"},
+		"gcs":   {"url", "credentials_json", "part_size_mib", "concurrency"},
+		"azure": {"url", "account_key", "part_size_mib", "concurrency"}},
+	"image":  {"local": {"registry_host", "repository_prefix"}},
+	"secret": {"local": {"file_path", "use_env"}, "env": {"file_path", "use_env"}},
 }
 
 // checkStoreConfigKeys warns about config keys the selected
@@ -135,6 +138,9 @@ func (c *Config) Validate() error {
 	if c.Stores.Document.Impl == "postgres" && c.Stores.Document.StoreConfigString("dsn") == "" {
 		return &Error{File: c.File, Key: "stores.document.config.dsn", Msg: "the postgres document store needs a dsn (a reference such as env:AGENT_ENV_POSTGRES_DSN is fine)"}
 	}
+	if err := c.validateBlobObjects(); err != nil {
+		return err
+	}
 	if sf := c.Stores.Secret.StoreConfigString("file_path"); strings.HasPrefix(sf, "secret:") {
 		return &Error{File: c.File, Key: "stores.secret.config.file_path", Msg: "[stores.secret] cannot use secret: references"}
 	}
@@ -182,4 +188,48 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// blobCredentialKeys are the object store config keys that hold
+// credentials: they must be env:/secret: references, so a config file
+// never holds a key itself.
+var blobCredentialKeys = []string{"access_key_id", "secret_access_key", "session_token", "credentials_json", "account_key"}
+
+// validateBlobObjects checks [stores.object] for the cloud backends
+// (s3, gcs, azure): a url, credentials only as references, positive sizes.
+// The URL's own form is checked when the store opens.
+func (c *Config) validateBlobObjects() error {
+	spec := c.Stores.Object
+	switch spec.Impl {
+	case "s3", "gcs", "azure":
+	default:
+		return nil
+	}
+	key := func(k string) string { return "stores.object.config." + k }
+	if spec.StoreConfigString("url") == "" {
+		return &Error{File: c.File, Key: key("url"), Msg: fmt.Sprintf("the %s object store needs a url (e.g. %s)", spec.Impl,
+			map[string]string{"s3": "s3://BUCKET/PREFIX?region=eu-west-1", "gcs": "gs://BUCKET/PREFIX", "azure": "azblob://CONTAINER/PREFIX?account=NAME"}[spec.Impl])}
+	}
+	for _, k := range blobCredentialKeys {
+		v, ok := spec.Config[k]
+		if !ok {
+			continue
+		}
+		sv, isString := v.(string)
+		if !isString || !(strings.HasPrefix(sv, "secret:") || strings.HasPrefix(sv, "env:")) {
+			// Never echo the value: it may be the credential itself.
+			return &Error{File: c.File, Key: key(k), Msg: "must be a reference (secret:NAME or env:NAME), never the credential itself"}
+		}
+	}
+	for _, k := range []string{"part_size_mib", "concurrency"} {
+		v, ok := spec.Config[k]
+		if !ok {
+			continue
+		}
+		n, isInt := v.(int64)
+		if !isInt || n < 0 || (k == "part_size_mib" && n > 0 && n < 5) || n > 5120 {
+			return &Error{File: c.File, Key: key(k), Msg: fmt.Sprintf("want a whole number (part_size_mib: 5 to 5120; concurrency: 1 or more), got %v", v)}
+		}
+	}
+	return nil
 }

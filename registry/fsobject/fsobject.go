@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"mime"
 	"net/url"
 	"os"
 	"path"
@@ -316,23 +315,10 @@ func (s *Store) info(root *os.Root, key string, fi os.FileInfo) registry.ObjectI
 		}
 	}
 	if m.ContentType == "" {
-		m.ContentType = guessType(key)
+		m.ContentType = registry.GuessContentType(key)
 	}
 	return registry.ObjectInfo{Key: key, URL: s.URL(key), Size: fi.Size(), ContentType: m.ContentType,
 		Encoding: m.Encoding, LastModified: fi.ModTime().UTC()}
-}
-
-func guessType(key string) string {
-	switch {
-	case strings.HasSuffix(key, ".tar.gz"), strings.HasSuffix(key, ".tgz"):
-		return "application/gzip"
-	case strings.HasSuffix(key, ".jsonl"):
-		return "application/x-ndjson"
-	}
-	if t := mime.TypeByExtension(path.Ext(key)); t != "" {
-		return t
-	}
-	return "application/octet-stream"
 }
 
 // regular checks that key names a regular file reached without a symlink.

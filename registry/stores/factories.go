@@ -2,6 +2,7 @@ package stores
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/registry/blobobject"
 	"github.com/agentenv/agentenv/registry/envsecret"
 	"github.com/agentenv/agentenv/registry/fsobject"
 	"github.com/agentenv/agentenv/registry/localimage"
@@ -116,7 +118,8 @@ func (r *Registry) lookup(kind, impl string) (any, error) {
 }
 
 // Builtin returns a registry with the built-in implementations:
-// store.document.{local,sqlite,postgres}, store.object.{local,filesystem},
+// store.document.{local,sqlite,postgres},
+// store.object.{local,filesystem,s3,gcs,azure},
 // store.image.local, store.secret.{local,env}.
 func Builtin() *Registry {
 	r := &Registry{}
@@ -125,6 +128,9 @@ func Builtin() *Registry {
 	r.Register("store.document.postgres", DocumentFactory(openPostgresDocs))
 	r.Register("store.object.local", ObjectFactory(openFSObjects))
 	r.Register("store.object.filesystem", ObjectFactory(openFSObjects))
+	for _, b := range blobobject.Backends {
+		r.Register("store.object."+b, ObjectFactory(openBlobObjects))
+	}
 	r.Register("store.image.local", ImageFactory(openLocalImages))
 	r.Register("store.secret.local", SecretFactory(openEnvSecrets))
 	r.Register("store.secret.env", SecretFactory(openEnvSecrets))
@@ -198,6 +204,60 @@ func openFSObjects(ctx context.Context, env *Env) (registry.ObjectStore, error) 
 		}
 	}
 	return fsobject.New(root, nil)
+}
+
+// openBlobObjects opens the s3, gcs or azure object store: url from the
+// config, credentials resolved through the secret store (the config holds
+// only references), and a check that the bucket answers, so a bad bucket
+// fails here rather than at the first put of a run.
+func openBlobObjects(ctx context.Context, env *Env) (registry.ObjectStore, error) {
+	c := &blobobject.Config{Backend: env.Impl}
+	for key, dst := range map[string]*string{"url": &c.URL, "access_key_id": &c.AccessKeyID,
+		"secret_access_key": &c.SecretAccessKey, "session_token": &c.SessionToken,
+		"credentials_json": &c.CredentialsJSON, "account_key": &c.AccountKey} {
+		v, err := env.String(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		*dst = v
+	}
+	var err error
+	if c.Store.PartSize, err = configInt(env, "part_size_mib"); err != nil {
+		return nil, err
+	}
+	c.Store.PartSize <<= 20
+	if c.Store.Concurrency, err = configInt(env, "concurrency"); err != nil {
+		return nil, err
+	}
+	st, err := blobobject.Open(ctx, c)
+	var ie *registry.InvalidError
+	if errors.As(err, &ie) && ie.Field == "backend" {
+		ie.Field = "stores.object.impl"
+	} else if errors.As(err, &ie) && !strings.HasPrefix(ie.Field, "stores.") {
+		ie.Field = "stores.object.config." + ie.Field // name the config key
+	}
+	if err != nil {
+		return nil, err
+	}
+	env.OnClose(st.Close)
+	return st, nil
+}
+
+// configInt reads a whole-number config key (0 when absent).
+func configInt(env *Env, key string) (int, error) {
+	switch v := env.Spec.Config[key].(type) {
+	case nil:
+		return 0, nil
+	case int64:
+		if v >= 0 && v <= 1<<20 {
+			return int(v), nil
+		}
+	case int:
+		if v >= 0 && v <= 1<<20 {
+			return v, nil
+		}
+	}
+	return 0, &registry.InvalidError{Field: "stores." + env.Kind + ".config." + key, Value: fmt.Sprint(env.Spec.Config[key]), Reason: "want a whole number >= 0"}
 }
 
 func openLocalImages(ctx context.Context, env *Env) (registry.ImageStore, error) {
