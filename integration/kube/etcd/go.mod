@@ -1,0 +1,5 @@
+module github.com/agentenv/agentenv/integration/kube/etcd
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 v3.7.3
