@@ -19,6 +19,7 @@ import (
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
 )
@@ -298,6 +299,8 @@ func (d *deps) groupPlace(typ, id string) string {
 		return "network " + docker.NetworkName(id) + ", containers labelled " + envdeploy.LabelSandbox + "=" + id
 	case process.TypeName:
 		return "folder " + process.New(d.processRoot(), nil).GroupDir(id)
+	case kubernetes.TypeName:
+		return "pods, services and secrets labelled " + kubernetes.LabelSandbox + "=" + id
 	}
 	return "group " + id
 }

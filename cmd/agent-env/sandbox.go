@@ -18,6 +18,7 @@ import (
 func newSandboxCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "sandbox", Short: "Manage sandbox resources"}
 	var allStores bool
+	var providers []string
 	prune := &cobra.Command{
 		Use:   "prune",
 		Short: "Remove the containers, networks, process groups and work folders this store's dead runs left behind",
@@ -29,7 +30,7 @@ func newSandboxCmd(d *deps) *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withEnvSession(cmd.Context(), "", func(ctx context.Context, s *envSession) error {
-				rep, err := s.dep.Prune(ctx, &envdeploy.PruneOptions{AllStores: allStores})
+				rep, err := s.dep.Prune(ctx, &envdeploy.PruneOptions{AllStores: allStores, Providers: providers})
 				if rep == nil {
 					return err
 				}
@@ -55,6 +56,7 @@ func newSandboxCmd(d *deps) *cobra.Command {
 		},
 	}
 	prune.Flags().BoolVar(&allStores, "all-stores", false, "also prune the orphans of other stores (and of none) on this engine")
+	prune.Flags().StringSliceVar(&providers, "provider", nil, "prune only these sandbox providers' resources (e.g. kubernetes); default all")
 	cmd.AddCommand(prune)
 	return cmd
 }

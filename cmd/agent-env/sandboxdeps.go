@@ -121,6 +121,9 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	}
 	proc := process.New(d.processRoot(), &process.Options{Logger: d.logger()})
 	backends["process"] = proc
+	if kp := d.kubernetesProvider(cfg, st.StoreID()); kp != nil { // kubernetes.go
+		backends[kp.Type()] = kp
+	}
 	d.addPluginBackends(backends, st.StoreID()) // plugins.go
 	stores := envdeploy.Stores{Docs: st.DocumentsFor(id), Artifacts: st.ArtifactsFor(id), Images: st.Images,
 		RecordsAlso: []registry.DocumentStore{st.Local, st.Documents},
@@ -206,6 +209,11 @@ func (d *deps) sandboxProviders(lp runner.SandboxProvider, storeID string) map[s
 	out := map[string]runner.SandboxProvider{lp.Type(): lp}
 	if dp, err := docker.New(&docker.Options{Logger: d.logger(), StoreID: storeID}); err == nil {
 		out[docker.TypeName] = dp
+	}
+	if cfg, err := d.loadConfig(); err == nil {
+		if kp := d.kubernetesProvider(cfg, storeID); kp != nil {
+			out[kp.Type()] = kp
+		}
 	}
 	d.addPluginSandboxes(out, storeID) // plugins.go
 	return out

@@ -35,10 +35,10 @@ func TestConfigRunnerImplReferencePaths(t *testing.T) {
 // loads, wherever the config names it, not at the first deploy.
 func TestConfigUnknownSandboxProvider(t *testing.T) {
 	cases := []struct{ name, body, key, want string }{
-		{"default", "[sandbox]\ndefault = \"dokcer\"\n", "sandbox.default", `unknown sandbox provider "dokcer" (known: local, docker, process); did you mean docker?`},
-		{"default chain", "[sandbox]\ndefault = \"docker, modal\"\n", "sandbox.default", `unknown sandbox provider "modal" in "docker, modal" (known: local, docker, process)`},
-		{"agent default", "[sandbox]\nagent_default = \"e2b\"\n", "sandbox.agent_default", `unknown sandbox provider "e2b" (known: local, docker, process)`},
-		{"provider table", "[sandbox.providers.daytona]\napi_key = \"env:K\"\n", "sandbox.providers.daytona", `unknown sandbox provider "daytona" (known: local, docker, process) [file]`},
+		{"default", "[sandbox]\ndefault = \"dokcer\"\n", "sandbox.default", `unknown sandbox provider "dokcer" (known: local, docker, process, kubernetes); did you mean docker?`},
+		{"default chain", "[sandbox]\ndefault = \"docker, modal\"\n", "sandbox.default", `unknown sandbox provider "modal" in "docker, modal" (known: local, docker, process, kubernetes)`},
+		{"agent default", "[sandbox]\nagent_default = \"e2b\"\n", "sandbox.agent_default", `unknown sandbox provider "e2b" (known: local, docker, process, kubernetes)`},
+		{"provider table", "[sandbox.providers.daytona]\napi_key = \"env:K\"\n", "sandbox.providers.daytona", `unknown sandbox provider "daytona" (known: local, docker, process, kubernetes) [file]`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) { loadErr(t, tc.body, tc.key, tc.want) })

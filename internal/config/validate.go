@@ -65,8 +65,10 @@ var runnerImpls = []string{DefaultRunnerImpl, TemporalRunnerImpl,
 // (cmd/agent-env checks it against its backends): "local" and "docker"
 // (the local Docker engine for envs and agents; "local" is also the task
 // steps' work folders) and "process" (local processes; the work folders
-// for task steps). Plugins add more (Options.SandboxProviders).
-var sandboxProviders = []string{"local", "docker", "process"}
+// for task steps) and "kubernetes" (Pods of the cluster configured in
+// [sandbox.providers.kubernetes.config]). Plugins add more
+// (Options.SandboxProviders).
+var sandboxProviders = []string{"local", "docker", "process", "kubernetes"}
 
 // SandboxProviders returns the built-in sandbox provider names.
 func SandboxProviders() []string { return append([]string(nil), sandboxProviders...) }

@@ -213,6 +213,9 @@ type PruneOptions struct {
 	// AllStores prunes the orphans of every store on the engine, not only
 	// those labelled with the deployer's StoreID.
 	AllStores bool
+	// Providers limits pruning to the backends of these names (`sandbox
+	// prune --provider kubernetes`); empty prunes every backend.
+	Providers []string
 }
 
 // PruneReport is what Prune removed, kept (with why) and skipped.
@@ -271,6 +274,9 @@ func (d *Deployer) Prune(ctx context.Context, o *PruneOptions) (*PruneReport, er
 	done := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(d.Backends)) {
 		b := d.Backends[name]
+		if len(opts.Providers) > 0 && !slices.Contains(opts.Providers, name) {
+			continue
+		}
 		if done[b.Type()] {
 			continue // one backend under several names ("local" and "docker")
 		}

@@ -1,0 +1,68 @@
+package kubecluster
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	k8s "k8s.io/client-go/kubernetes"
+)
+
+// bindLoop stands in for the scheduler: it watches unbound Pods and binds
+// each to the next fake node. A broken watch is started again (after a
+// short pause, so a stopping API server is not hammered) until ctx ends.
+func (c *Cluster) bindLoop(ctx context.Context, cs k8s.Interface) {
+	defer close(c.bindDone)
+	next := 0
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "").String()}
+	bind := func(pod *corev1.Pod) {
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || len(pod.Spec.Containers) == 0 {
+			return
+		}
+		if p := c.opt.NoBindImagePrefix; p != "" && strings.HasPrefix(pod.Spec.Containers[0].Image, p) {
+			return
+		}
+		node := c.Nodes[next%len(c.Nodes)]
+		next++
+		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+			Target: corev1.ObjectReference{Kind: "Node", Name: node}}
+		c.mu.Lock()
+		c.binds++
+		c.mu.Unlock()
+		if err := cs.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
+			c.opt.Logger.Debug("bind", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+		}
+	}
+	for ctx.Err() == nil {
+		list, err := cs.CoreV1().Pods("").List(ctx, opts)
+		if err == nil {
+			for i := range list.Items {
+				bind(&list.Items[i])
+			}
+			o := opts
+			o.ResourceVersion = list.ResourceVersion
+			if w, err := cs.CoreV1().Pods("").Watch(ctx, o); err == nil {
+				for ev := range w.ResultChan() {
+					if pod, ok := ev.Object.(*corev1.Pod); ok {
+						bind(pod)
+					}
+				}
+				w.Stop()
+			}
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Binds is the number of bind calls the cluster has made.
+func (c *Cluster) Binds() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.binds
+}
