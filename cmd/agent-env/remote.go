@@ -191,35 +191,28 @@ func newTaskStatusCmd(d *deps) *cobra.Command {
 		Short: "Show a run submitted to Temporal ([runner] impl = \"temporal\"): running steps, or its result",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := d.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.Status(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Run: %s\nStatus: %s\n", st.ID, st.Status)
-			if p := st.Progress; p != nil {
-				running := append([]string(nil), p.Running...)
-				sort.Strings(running)
-				fmt.Fprintf(d.stdout, "Steps ended: %d/%d\nRunning: %s\n", len(p.Ended), p.Total, strings.Join(running, ", "))
-			}
-			if o := st.Output; o != nil {
-				if o.Error != "" {
-					fmt.Fprintf(d.stdout, "Error: %s\n", o.Error)
+			return d.withTemporal(cmd.Context(), func(ctx context.Context, c *temporal.Client) error {
+				st, err := c.Status(ctx, args[0])
+				if err != nil {
+					return err
 				}
-				for _, l := range o.Ledger {
-					fmt.Fprintf(d.stdout, "  %s: %s\n", l.StepID, l.Outcome)
+				fmt.Fprintf(d.stdout, "Run: %s\nStatus: %s\n", st.ID, st.Status)
+				if p := st.Progress; p != nil {
+					running := append([]string(nil), p.Running...)
+					sort.Strings(running)
+					fmt.Fprintf(d.stdout, "Steps ended: %d/%d\nRunning: %s\n", len(p.Ended), p.Total, strings.Join(running, ", "))
 				}
-				fmt.Fprintf(d.stdout, "Sandboxes torn down: %d\n", o.TornDown)
-			}
-			return nil
+				if o := st.Output; o != nil {
+					if o.Error != "" {
+						fmt.Fprintf(d.stdout, "Error: %s\n", o.Error)
+					}
+					for _, l := range o.Ledger {
+						fmt.Fprintf(d.stdout, "  %s: %s\n", l.StepID, l.Outcome)
+					}
+					fmt.Fprintf(d.stdout, "Sandboxes torn down: %d\n", o.TornDown)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -230,20 +223,28 @@ func newTaskCancelCmd(d *deps) *cobra.Command {
 		Short: "Cancel a run submitted to Temporal: its steps stop and its sandboxes are torn down",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := d.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.Cancel(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Cancel requested: %s\n", args[0])
-			return nil
+			return d.withTemporal(cmd.Context(), func(ctx context.Context, c *temporal.Client) error {
+				if err := c.Cancel(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(d.stdout, "Cancel requested: %s\n", args[0])
+				return nil
+			})
 		},
 	}
+}
+
+// withTemporal loads the config, dials [runner.temporal] and runs fn with
+// the client, closing it after: the commands that act on one remote run.
+func (d *deps) withTemporal(ctx context.Context, fn func(context.Context, *temporal.Client) error) error {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, d, cfg.Runner.Temporal)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
 }
