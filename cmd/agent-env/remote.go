@@ -24,36 +24,30 @@ import (
 // machine; a remote worker cannot honour them.
 var localOnlyProviders = []string{"process"}
 
-// deploySteps are the step types that create sandboxes through the run's
-// default provider when they name none.
-var deploySteps = map[string]bool{"deploy_env": true, "deploy_agent": true, "deploy_sandbox": true}
-
 // refuseLocalOnly names the first step that would need a local-only
-// provider on a remote worker: one whose own sandbox field names it, or a
-// deploy step when the run's default (--sandbox, [sandbox] default) does.
+// provider on a remote worker. Steps declare the provider they use
+// (runner.SandboxUser: their own field or the run's overrides); a step
+// that declares none ("") uses the run's default (--sandbox, [sandbox]
+// default).
 func refuseLocalOnly(t *runner.Task, rc *runner.RunContext, defaultSandbox string) error {
-	def := defaultSandbox
-	for _, k := range []string{"sandbox", "env_sandbox", "agent_sandbox"} {
-		if v := rc.UserOverride(k); v != "" {
-			def = v
-		}
-	}
 	for i, d := range t.Steps {
-		keys := make([]string, 0, len(d.Fields))
-		for k := range d.Fields {
-			keys = append(keys, k)
+		u, ok := d.Config.(runner.SandboxUser)
+		if !ok {
+			continue
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			var s string
-			if json.Unmarshal(d.Fields[k], &s) == nil && strings.Contains(k, "sandbox") && namesLocalOnly(s) != "" {
-				return fmt.Errorf("step %d (id %q, %s): field %q names the local-only sandbox provider %q, which remote workers cannot run; use local, docker or kubernetes",
-					i+1, d.ID, d.Type, k, namesLocalOnly(s))
-			}
+		spec, creates := u.SandboxProvider(rc)
+		if !creates {
+			continue
 		}
-		if p := namesLocalOnly(def); p != "" && deploySteps[d.Type] {
-			return fmt.Errorf("step %d (id %q, %s) would deploy on the local-only sandbox provider %q (the run's default), which remote workers cannot run; pass --sandbox local, docker or kubernetes",
+		if p := namesLocalOnly(spec); p != "" {
+			return fmt.Errorf("step %d (id %q, %s) uses the local-only sandbox provider %q (its sandbox_type or the run's sandbox override), which remote workers cannot run; use local, docker or kubernetes",
 				i+1, d.ID, d.Type, p)
+		}
+		if spec == "" {
+			if p := namesLocalOnly(defaultSandbox); p != "" {
+				return fmt.Errorf("step %d (id %q, %s) would deploy on the local-only sandbox provider %q (the run's default), which remote workers cannot run; pass --sandbox local, docker or kubernetes",
+					i+1, d.ID, d.Type, p)
+			}
 		}
 	}
 	return nil

@@ -26,3 +26,32 @@ func TestRefuseLocalOnly(t *testing.T) {
 		t.Fatalf("a local default was refused: %v", err)
 	}
 }
+
+// Refusal follows the provider each step declares (runner.SandboxUser),
+// not field names: a sandbox merely named "process" is no provider, while
+// a deploy step's sandbox_type or the run's default is.
+func TestRefuseLocalOnlyByDeclaredProvider(t *testing.T) {
+	r := runner.New(&runner.Options{Steps: steps.Builtin()})
+	task, err := r.ParseTask("t", 1, []byte(`[
+		{"id":"box","type":"deploy_sandbox","sandbox_name":"process","sandbox_mode":"vm","sandbox_type":"local"},
+		{"id":"load","type":"load_artifact","sandbox_name":"process","artifact_id":"a","destination_path":"/app/a"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := refuseLocalOnly(task, runner.NewRunContext(nil, nil), "local"); err != nil {
+		t.Fatalf("a sandbox named process on the local provider was refused: %v", err)
+	}
+	if err := refuseLocalOnly(task, runner.NewRunContext(nil, nil), "process"); err != nil {
+		t.Fatalf("a step with its own sandbox_type was refused for the run's default: %v", err)
+	}
+	task, err = r.ParseTask("t", 1, []byte(`[
+		{"id":"load","type":"load_artifact","sandbox_name":"s","artifact_id":"a","destination_path":"/app/a"},
+		{"id":"box","type":"deploy_sandbox","sandbox_name":"s","sandbox_mode":"vm","sandbox_type":"local,process"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = refuseLocalOnly(task, runner.NewRunContext(nil, nil), "local")
+	if err == nil || !strings.Contains(err.Error(), `step 2 (id "box", deploy_sandbox)`) || !strings.Contains(err.Error(), `"process"`) {
+		t.Fatalf("err = %v, want a refusal naming step 2 (box) and the process provider", err)
+	}
+}
