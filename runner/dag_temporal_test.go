@@ -2,7 +2,6 @@ package runner_test
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -62,7 +61,7 @@ func runTemporal(t *testing.T, r *runner.Runner, p *probe, task *runner.Task, in
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	return outputResult(&out)
+	return outputAsLocal(&out)
 }
 
 // TestDAGGoldensTemporalServer runs the goldens once more on a real
@@ -116,23 +115,12 @@ func TestDAGGoldensTemporalServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %s: %v", id, err)
 		}
-		return outputResult(out)
+		return outputAsLocal(out)
 	})
 }
 
-// outputResult turns a workflow's output into what a golden summarises.
-func outputResult(out *temporal.RunOutput) (*runner.Result, error, map[string]any) {
-	res := &runner.Result{Status: out.Status, Failed: out.Failed}
-	for _, l := range out.Ledger {
-		e := runner.LedgerEntry{StepID: l.StepID, Attempt: l.Attempt, Outcome: l.Outcome}
-		if l.Error != "" {
-			e.Err = errors.New(l.Error)
-		}
-		res.Ledger = append(res.Ledger, e)
-	}
-	var runErr error
-	if out.Error != "" {
-		runErr = errors.New(out.Error)
-	}
-	return res, runErr, out.Context
+// outputAsLocal is a workflow's output in the local runner's terms.
+func outputAsLocal(out *temporal.RunOutput) (*runner.Result, error, map[string]any) {
+	res, err := out.Result()
+	return res, err, out.Context
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/eval"
 	"github.com/agentenv/agentenv/runner/temporal"
 )
 
@@ -124,6 +125,47 @@ func runRemote(ctx context.Context, d *deps, tc config.RunnerTemporal, t *runner
 		return fmt.Errorf("stopped following (the runs go on; agent-env task status ID, agent-env task cancel ID): %w", context.Cause(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// evalOnTemporal makes an eval's runs Temporal workflows: it refuses the
+// tasks that need a local-only provider, dials the server (an unreachable
+// one fails here, before any run) and sets opts.Remote. The caller closes
+// the client once the eval ends.
+func evalOnTemporal(ctx context.Context, d *deps, tc config.RunnerTemporal, jobs []eval.Job, initial map[string]any,
+	defaultSandbox string, opts *eval.RunOptions) (*temporal.Client, error) {
+	steps := make(map[string]json.RawMessage, len(jobs))
+	for _, j := range jobs {
+		if err := refuseLocalOnly(j.Task, runner.NewRunContext(initial, nil), defaultSandbox); err != nil {
+			return nil, fmt.Errorf("task %s: %w", j.Task.ID, err)
+		}
+		b, err := j.Task.StepsJSON()
+		if err != nil {
+			return nil, err
+		}
+		steps[j.Task.ID] = b
+	}
+	c, err := dialTemporal(ctx, d, tc)
+	if err != nil {
+		return nil, err
+	}
+	opts.Remote = func(ctx context.Context, j eval.Job, rc *runner.RunContext, id string) (*eval.RemoteRun, error) {
+		in := temporal.RunInput{TaskID: j.Task.ID, TaskVersion: j.Task.Version, Steps: steps[j.Task.ID],
+			Context: rc.Snapshot(), InstanceID: id, HeartbeatTimeout: secondsDuration(tc.HeartbeatTimeoutSeconds)}
+		if _, err := c.Submit(ctx, in); err != nil {
+			return nil, err
+		}
+		out, err := c.Wait(ctx, id, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				// Interrupted: the run is ours, so it stops too.
+				_ = c.Cancel(context.WithoutCancel(ctx), id)
+			}
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		res, runErr := out.Result()
+		return &eval.RemoteRun{Result: res, Err: runErr, Context: out.Context, TornDown: out.TornDown}, nil
+	}
+	return c, nil
 }
 
 func followRemote(ctx context.Context, c *temporal.Client, id string, rn remoteRun, t *runner.Task, dir string, w io.Writer, mu *sync.Mutex) error {
