@@ -22,6 +22,7 @@ TEST_GROUPS=(
 	"docker|docker|./runner/sandbox/docker/...|Docker sandboxes, images and networks|start a Docker engine"
 	"steps-docker|docker|./runner/steps/dockercontainer/...|task containers: run_docker_container and run_container_unit_tests_verifier on Docker|start a Docker engine"
 	"postgres|env:AGENTENV_TEST_POSTGRES_DSN|./registry/postgres/...|the document store on PostgreSQL|source .ci/postgres.sh && start_postgres (as root), or point AGENTENV_TEST_POSTGRES_DSN at a server"
+	"temporal|env:AGENTENV_TEMPORAL_DEVSERVER|./runner/temporal/realserver/...|the Temporal runner on a real server: agent-env workers, a killed worker, cancel, eval|export AGENTENV_TEMPORAL_DEVSERVER=$(integration/temporal/build-devserver.sh)"
 )
 
 FLAGS=(-race)
