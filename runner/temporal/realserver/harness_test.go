@@ -177,6 +177,18 @@ func (c *cluster) sandboxes() []string {
 	return out
 }
 
+// waitSandboxes waits until at least n sandbox folders exist.
+func (c *cluster) waitSandboxes(n int, within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for len(c.sandboxes()) < n {
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%d sandboxes after %s, want %d", len(c.sandboxes()), within, n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // waitNoSandboxes waits until every sandbox folder is gone.
 func (c *cluster) waitNoSandboxes(within time.Duration) {
 	c.t.Helper()

@@ -127,13 +127,7 @@ func TestKilledWorkerRunsComplete(t *testing.T) {
 	}
 	// Each worker runs 2 steps at once and 8 runs wait for them, so once
 	// 4 sandboxes exist both workers are busy: kill one.
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(c.sandboxes()) < 4 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d sandboxes after 2 minutes", len(c.sandboxes()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c.waitSandboxes(4, 2*time.Minute)
 	time.Sleep(time.Second) // let the victim take its verify steps
 	victim.kill9(t)
 	for _, id := range ids {
@@ -156,13 +150,7 @@ func TestCancelTearsDown(t *testing.T) {
 	if len(ids) != 2 {
 		t.Fatalf("submitted %d runs, want 2", len(ids))
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(c.sandboxes()) < 2 {
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d sandboxes after 2 minutes", len(c.sandboxes()))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c.waitSandboxes(2, 2*time.Minute)
 	for _, id := range ids {
 		if out := c.mustRun(ctx, nil, "task", "cancel", id); !strings.Contains(out, "Cancel requested: "+id) {
 			t.Errorf("task cancel %s: %s", id, out)
