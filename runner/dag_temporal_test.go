@@ -1,8 +1,9 @@
 package runner_test
 
 import (
-	"errors"
+	"context"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/temporal"
+	"github.com/agentenv/agentenv/runner/temporal/temporaltest"
 )
 
 // TestDAGGoldensTemporal runs the same goldens as TestDAGGoldens on the
@@ -59,17 +61,66 @@ func runTemporal(t *testing.T, r *runner.Runner, p *probe, task *runner.Task, in
 	if err := env.GetWorkflowResult(&out); err != nil {
 		t.Fatal(err)
 	}
-	res := &runner.Result{Status: out.Status, Failed: out.Failed}
-	for _, l := range out.Ledger {
-		e := runner.LedgerEntry{StepID: l.StepID, Attempt: l.Attempt, Outcome: l.Outcome}
-		if l.Error != "" {
-			e.Err = errors.New(l.Error)
+	return outputAsLocal(&out)
+}
+
+// TestDAGGoldensTemporalServer runs the goldens once more on a real
+// Temporal server (the dev server of the real-server tier): each golden's
+// workflow and activities run on a worker of their own task queue, so
+// history, replay and cancellation go through the server. It is skipped
+// without AGENTENV_TEMPORAL_DEVSERVER.
+func TestDAGGoldensTemporalServer(t *testing.T) {
+	if *update {
+		t.Skip("goldens are written by TestDAGGoldens")
+	}
+	srv := temporaltest.StartServer(t)
+	testDAGGoldens(t, func(t *testing.T, r *runner.Runner, p *probe, task *runner.Task, initial map[string]any,
+		opts *runner.RunOptions, cancelWhenStarted string) (*runner.Result, error, map[string]any) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		c, err := temporal.Dial(ctx, &temporal.ClientOptions{Address: srv.Address, Namespace: srv.Namespace,
+			TaskQueue: "golden-" + strings.ReplaceAll(t.Name(), "/", "-")})
+		if err != nil {
+			t.Fatal(err)
 		}
-		res.Ledger = append(res.Ledger, e)
-	}
-	var runErr error
-	if out.Error != "" {
-		runErr = errors.New(out.Error)
-	}
-	return res, runErr, out.Context
+		defer c.Close()
+		wf := temporal.NewWorkflows(r, nil, &temporal.WorkflowsOptions{
+			Hooks: temporal.Hooks{OnStepComplete: opts.OnStepComplete}})
+		wctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() {
+			served <- temporal.NewWorker(c, wf, &temporal.WorkerOptions{StopTimeout: time.Second}).Run(wctx)
+		}()
+		defer func() { stop(); <-served }()
+		steps, err := task.StepsJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := "golden-" + runner.RandomHex(6)
+		if _, err := c.Submit(ctx, temporal.RunInput{TaskID: task.ID, TaskVersion: task.Version, Steps: steps,
+			Context: runner.NewRunContext(initial, nil).Snapshot(), InstanceID: id,
+			StartStep: opts.StartStep, EndStep: opts.EndStep}); err != nil {
+			t.Fatal(err)
+		}
+		if cancelWhenStarted != "" {
+			go func() {
+				select {
+				case <-p.startedCh(cancelWhenStarted):
+					_ = c.Cancel(ctx, id)
+				case <-ctx.Done():
+				}
+			}()
+		}
+		out, err := c.Wait(ctx, id, nil)
+		if err != nil {
+			t.Fatalf("run %s: %v", id, err)
+		}
+		return outputAsLocal(out)
+	})
+}
+
+// outputAsLocal is a workflow's output in the local runner's terms.
+func outputAsLocal(out *temporal.RunOutput) (*runner.Result, error, map[string]any) {
+	res, err := out.Result()
+	return res, err, out.Context
 }

@@ -18,6 +18,20 @@ type Step interface {
 	Run(ctx context.Context, rc *RunContext) error
 }
 
+// SandboxUser is implemented by steps that create sandboxes through a
+// provider chosen by their own fields and the run's user overrides
+// (deploy_sandbox, deploy_env, deploy_agent). SandboxProvider returns the
+// provider spec the step would use in rc: a name or a comma list (a
+// fallback chain); "" means the run's default (Services.DefaultSandbox).
+// creates is false when, so configured, the step creates no sandbox.
+//
+// Why a declaration rather than a look at the step's fields: submitting to
+// remote workers must refuse a step that needs a local-only provider, and
+// only the step knows which field and which override decide its provider.
+type SandboxUser interface {
+	SandboxProvider(rc *RunContext) (spec string, creates bool)
+}
+
 // Validator is implemented by step configs that check their own fields
 // (required fields, XOR rules). It runs when a task is parsed; the error
 // should name the field.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/eval"
@@ -151,13 +152,26 @@ func runEval(ctx context.Context, d *deps, req evalRunRequest) error {
 	}
 	prog := d.newProgress() // a spinner for long steps, on a terminal only (progress.go)
 	defer prog.Close()
-	rep, err := eval.Run(ctx, r, jobs, &eval.RunOptions{
+	opts := &eval.RunOptions{
 		K: req.k, MaxConcurrency: req.concurrency, Initial: initial, OutputDir: dir, Out: prog.Writer(lines),
 		OnStepStart: func(label string, i, n int, sd *runner.StepDef) {
 			prog.Start(label+"|"+sd.ID, fmt.Sprintf("[%s] step %d/%d %s (%s)", label, i+1, n, sd.ID, sd.Type))
 		},
 		OnStepComplete: func(label string, _, _ int, sd *runner.StepDef, _ float64, _ error) { prog.Done(label + "|" + sd.ID) },
-	})
+	}
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return err
+	}
+	if cfg.Runner.Impl == config.TemporalRunnerImpl {
+		c, err := evalOnTemporal(ctx, d, cfg.Runner.Temporal, jobs, initial, st.defaultSandbox, opts)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		fmt.Fprintf(lines, "Submitting runs to Temporal (task queue %s)\n", c.TaskQueue())
+	}
+	rep, err := eval.Run(ctx, r, jobs, opts)
 	prog.Close()
 	if rep == nil {
 		return err

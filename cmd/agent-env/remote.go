@@ -17,6 +17,7 @@ import (
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/eval"
 	"github.com/agentenv/agentenv/runner/temporal"
 )
 
@@ -24,36 +25,30 @@ import (
 // machine; a remote worker cannot honour them.
 var localOnlyProviders = []string{"process"}
 
-// deploySteps are the step types that create sandboxes through the run's
-// default provider when they name none.
-var deploySteps = map[string]bool{"deploy_env": true, "deploy_agent": true, "deploy_sandbox": true}
-
 // refuseLocalOnly names the first step that would need a local-only
-// provider on a remote worker: one whose own sandbox field names it, or a
-// deploy step when the run's default (--sandbox, [sandbox] default) does.
+// provider on a remote worker. Steps declare the provider they use
+// (runner.SandboxUser: their own field or the run's overrides); a step
+// that declares none ("") uses the run's default (--sandbox, [sandbox]
+// default).
 func refuseLocalOnly(t *runner.Task, rc *runner.RunContext, defaultSandbox string) error {
-	def := defaultSandbox
-	for _, k := range []string{"sandbox", "env_sandbox", "agent_sandbox"} {
-		if v := rc.UserOverride(k); v != "" {
-			def = v
-		}
-	}
 	for i, d := range t.Steps {
-		keys := make([]string, 0, len(d.Fields))
-		for k := range d.Fields {
-			keys = append(keys, k)
+		u, ok := d.Config.(runner.SandboxUser)
+		if !ok {
+			continue
 		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			var s string
-			if json.Unmarshal(d.Fields[k], &s) == nil && strings.Contains(k, "sandbox") && namesLocalOnly(s) != "" {
-				return fmt.Errorf("step %d (id %q, %s): field %q names the local-only sandbox provider %q, which remote workers cannot run; use local, docker or kubernetes",
-					i+1, d.ID, d.Type, k, namesLocalOnly(s))
-			}
+		spec, creates := u.SandboxProvider(rc)
+		if !creates {
+			continue
 		}
-		if p := namesLocalOnly(def); p != "" && deploySteps[d.Type] {
-			return fmt.Errorf("step %d (id %q, %s) would deploy on the local-only sandbox provider %q (the run's default), which remote workers cannot run; pass --sandbox local, docker or kubernetes",
+		if p := namesLocalOnly(spec); p != "" {
+			return fmt.Errorf("step %d (id %q, %s) uses the local-only sandbox provider %q (its sandbox_type or the run's sandbox override), which remote workers cannot run; use local, docker or kubernetes",
 				i+1, d.ID, d.Type, p)
+		}
+		if spec == "" {
+			if p := namesLocalOnly(defaultSandbox); p != "" {
+				return fmt.Errorf("step %d (id %q, %s) would deploy on the local-only sandbox provider %q (the run's default), which remote workers cannot run; pass --sandbox local, docker or kubernetes",
+					i+1, d.ID, d.Type, p)
+			}
 		}
 	}
 	return nil
@@ -132,6 +127,47 @@ func runRemote(ctx context.Context, d *deps, tc config.RunnerTemporal, t *runner
 	return errors.Join(errs...)
 }
 
+// evalOnTemporal makes an eval's runs Temporal workflows: it refuses the
+// tasks that need a local-only provider, dials the server (an unreachable
+// one fails here, before any run) and sets opts.Remote. The caller closes
+// the client once the eval ends.
+func evalOnTemporal(ctx context.Context, d *deps, tc config.RunnerTemporal, jobs []eval.Job, initial map[string]any,
+	defaultSandbox string, opts *eval.RunOptions) (*temporal.Client, error) {
+	steps := make(map[string]json.RawMessage, len(jobs))
+	for _, j := range jobs {
+		if err := refuseLocalOnly(j.Task, runner.NewRunContext(initial, nil), defaultSandbox); err != nil {
+			return nil, fmt.Errorf("task %s: %w", j.Task.ID, err)
+		}
+		b, err := j.Task.StepsJSON()
+		if err != nil {
+			return nil, err
+		}
+		steps[j.Task.ID] = b
+	}
+	c, err := dialTemporal(ctx, d, tc)
+	if err != nil {
+		return nil, err
+	}
+	opts.Remote = func(ctx context.Context, j eval.Job, rc *runner.RunContext, id string) (*eval.RemoteRun, error) {
+		in := temporal.RunInput{TaskID: j.Task.ID, TaskVersion: j.Task.Version, Steps: steps[j.Task.ID],
+			Context: rc.Snapshot(), InstanceID: id, HeartbeatTimeout: secondsDuration(tc.HeartbeatTimeoutSeconds)}
+		if _, err := c.Submit(ctx, in); err != nil {
+			return nil, err
+		}
+		out, err := c.Wait(ctx, id, nil)
+		if err != nil {
+			if ctx.Err() != nil {
+				// Interrupted: the run is ours, so it stops too.
+				_ = c.Cancel(context.WithoutCancel(ctx), id)
+			}
+			return nil, fmt.Errorf("run %s: %w", id, err)
+		}
+		res, runErr := out.Result()
+		return &eval.RemoteRun{Result: res, Err: runErr, Context: out.Context, TornDown: out.TornDown}, nil
+	}
+	return c, nil
+}
+
 func followRemote(ctx context.Context, c *temporal.Client, id string, rn remoteRun, t *runner.Task, dir string, w io.Writer, mu *sync.Mutex) error {
 	print := func(format string, args ...any) {
 		mu.Lock()
@@ -191,35 +227,28 @@ func newTaskStatusCmd(d *deps) *cobra.Command {
 		Short: "Show a run submitted to Temporal ([runner] impl = \"temporal\"): running steps, or its result",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := d.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			st, err := c.Status(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Run: %s\nStatus: %s\n", st.ID, st.Status)
-			if p := st.Progress; p != nil {
-				running := append([]string(nil), p.Running...)
-				sort.Strings(running)
-				fmt.Fprintf(d.stdout, "Steps ended: %d/%d\nRunning: %s\n", len(p.Ended), p.Total, strings.Join(running, ", "))
-			}
-			if o := st.Output; o != nil {
-				if o.Error != "" {
-					fmt.Fprintf(d.stdout, "Error: %s\n", o.Error)
+			return d.withTemporal(cmd.Context(), func(ctx context.Context, c *temporal.Client) error {
+				st, err := c.Status(ctx, args[0])
+				if err != nil {
+					return err
 				}
-				for _, l := range o.Ledger {
-					fmt.Fprintf(d.stdout, "  %s: %s\n", l.StepID, l.Outcome)
+				fmt.Fprintf(d.stdout, "Run: %s\nStatus: %s\n", st.ID, st.Status)
+				if p := st.Progress; p != nil {
+					running := append([]string(nil), p.Running...)
+					sort.Strings(running)
+					fmt.Fprintf(d.stdout, "Steps ended: %d/%d\nRunning: %s\n", len(p.Ended), p.Total, strings.Join(running, ", "))
 				}
-				fmt.Fprintf(d.stdout, "Sandboxes torn down: %d\n", o.TornDown)
-			}
-			return nil
+				if o := st.Output; o != nil {
+					if o.Error != "" {
+						fmt.Fprintf(d.stdout, "Error: %s\n", o.Error)
+					}
+					for _, l := range o.Ledger {
+						fmt.Fprintf(d.stdout, "  %s: %s\n", l.StepID, l.Outcome)
+					}
+					fmt.Fprintf(d.stdout, "Sandboxes torn down: %d\n", o.TornDown)
+				}
+				return nil
+			})
 		},
 	}
 }
@@ -230,20 +259,28 @@ func newTaskCancelCmd(d *deps) *cobra.Command {
 		Short: "Cancel a run submitted to Temporal: its steps stop and its sandboxes are torn down",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := d.loadConfig()
-			if err != nil {
-				return err
-			}
-			c, err := dialTemporal(cmd.Context(), d, cfg.Runner.Temporal)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			if err := c.Cancel(cmd.Context(), args[0]); err != nil {
-				return err
-			}
-			fmt.Fprintf(d.stdout, "Cancel requested: %s\n", args[0])
-			return nil
+			return d.withTemporal(cmd.Context(), func(ctx context.Context, c *temporal.Client) error {
+				if err := c.Cancel(ctx, args[0]); err != nil {
+					return err
+				}
+				fmt.Fprintf(d.stdout, "Cancel requested: %s\n", args[0])
+				return nil
+			})
 		},
 	}
+}
+
+// withTemporal loads the config, dials [runner.temporal] and runs fn with
+// the client, closing it after: the commands that act on one remote run.
+func (d *deps) withTemporal(ctx context.Context, fn func(context.Context, *temporal.Client) error) error {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return err
+	}
+	c, err := dialTemporal(ctx, d, cfg.Runner.Temporal)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	return fn(ctx, c)
 }

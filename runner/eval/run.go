@@ -56,6 +56,24 @@ type RunOptions struct {
 	// step of every run (e.g. for a terminal progress display).
 	OnStepStart    func(label string, i, n int, d *runner.StepDef)
 	OnStepComplete func(label string, i, n int, d *runner.StepDef, secs float64, err error)
+	// Remote, when set, runs each run elsewhere (a Temporal worker)
+	// instead of in this process: the step hooks are not called, and the
+	// remote side tears the run's sandboxes down.
+	Remote Remote
+}
+
+// Remote runs one run of job's task from the context rc under
+// instanceID, and returns how it ended.
+type Remote func(ctx context.Context, job Job, rc *runner.RunContext, instanceID string) (*RemoteRun, error)
+
+// RemoteRun is how a remote run ended.
+type RemoteRun struct {
+	Result *runner.Result
+	// Err is the run's error when it did not complete.
+	Err error
+	// Context is the run's final context, secrets stripped.
+	Context  map[string]any
+	TornDown int
 }
 
 // RunResult is one run of one task.
@@ -187,12 +205,17 @@ func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, grou
 	rc := runner.NewRunContext(initial(o, group), job.Services)
 	rr.InstanceID = registry.NewInstanceID(job.Task.ID)
 	started := time.Now()
-	res, err := r.Run(ctx, job.Task, rc, out.Wire(&runner.RunOptions{InstanceID: rr.InstanceID, Documents: job.Documents},
-		steplines.Steps{Label: label, OnStart: o.OnStepStart, OnComplete: o.OnStepComplete}))
-	// Tear down at once, whatever happened: a cancelled run's sandboxes
-	// go too (TeardownRun ignores ctx's cancellation).
-	n, terr := r.TeardownRun(ctx, rc, 0)
-	rr.TornDown = n
+	var res *runner.Result
+	var err, terr error
+	if o.Remote != nil {
+		res, err, rc = runRemote(ctx, o.Remote, job, rc, rr)
+	} else {
+		res, err = r.Run(ctx, job.Task, rc, out.Wire(&runner.RunOptions{InstanceID: rr.InstanceID, Documents: job.Documents},
+			steplines.Steps{Label: label, OnStart: o.OnStepStart, OnComplete: o.OnStepComplete}))
+		// Tear down at once, whatever happened: a cancelled run's
+		// sandboxes go too (TeardownRun ignores ctx's cancellation).
+		rr.TornDown, terr = r.TeardownRun(ctx, rc, 0)
+	}
 	rr.Seconds = time.Since(started).Seconds()
 	rr.Outcome, rr.Score, rr.Error = outcome(res, err, rc)
 	rr.Failing = rc.FailingRows()
@@ -214,6 +237,22 @@ func runOnce(ctx context.Context, r *runner.Runner, job Job, rr *RunResult, grou
 		return fmt.Errorf("%s: teardown: %w", label, terr)
 	}
 	return nil
+}
+
+// runRemote runs one run through remote and returns its result, error and
+// final context (without services: it is only graded and written).
+func runRemote(ctx context.Context, remote Remote, job Job, rc *runner.RunContext, rr *RunResult) (*runner.Result, error, *runner.RunContext) {
+	rc.SetMetadata("task_id", job.Task.ID)
+	rc.SetMetadata("instance_id", rr.InstanceID)
+	got, err := remote(ctx, job, rc, rr.InstanceID)
+	if err != nil {
+		if ctx.Err() != nil {
+			return &runner.Result{Status: runner.StatusCancelled}, err, rc
+		}
+		return nil, err, rc
+	}
+	rr.TornDown = got.TornDown
+	return got.Result, got.Err, runner.NewRunContext(got.Context, nil)
 }
 
 func initial(o RunOptions, group string) map[string]any {

@@ -146,7 +146,13 @@ func (w *Workflows) RunStep(ctx context.Context, in StepInput) (*StepOutput, err
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		t := time.NewTicker(w.beat)
+		// Beat well within the run's heartbeat timeout: a worker beating
+		// every 5 s under a 3 s timeout would lose every long step.
+		beat := w.beat
+		if hb := activity.GetInfo(ctx).HeartbeatTimeout; hb > 0 {
+			beat = min(beat, hb/3)
+		}
+		t := time.NewTicker(beat)
 		defer t.Stop()
 		for {
 			activity.RecordHeartbeat(ctx, heartbeat{StepID: d.ID, Seconds: time.Since(started).Seconds(), Created: at.list()})

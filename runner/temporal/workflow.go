@@ -70,6 +70,23 @@ type RunOutput struct {
 	TornDown int            `json:"torn_down"`
 }
 
+// Result is the output as the local runner reports a run: its result,
+// and the run's error when it did not complete.
+func (o *RunOutput) Result() (*runner.Result, error) {
+	res := &runner.Result{Status: o.Status, Failed: o.Failed}
+	for _, l := range o.Ledger {
+		e := runner.LedgerEntry{StepID: l.StepID, Attempt: l.Attempt, Outcome: l.Outcome}
+		if l.Error != "" {
+			e.Err = errors.New(l.Error)
+		}
+		res.Ledger = append(res.Ledger, e)
+	}
+	if o.Error != "" {
+		return res, errors.New(o.Error)
+	}
+	return res, nil
+}
+
 // Progress is what QueryProgress answers while a run goes on.
 type Progress struct {
 	Total   int          `json:"total"`

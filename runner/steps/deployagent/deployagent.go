@@ -8,6 +8,7 @@
 package deployagent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -174,13 +175,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		hostMCP[inst], _ = e["mcp_url"].(string)
 		instances = append(instances, inst)
 	}
-	spec := rc.UserOverride("agent_sandbox")
-	if spec == "" {
-		spec = rc.UserOverride("sandbox")
-	}
-	if spec == "" {
-		spec = c.SandboxType
-	}
+	spec, _ := c.SandboxProvider(rc)
 	ttl := 7200 * time.Second
 	if c.TTLSeconds != nil {
 		ttl = time.Duration(*c.TTLSeconds) * time.Second
@@ -431,4 +426,17 @@ func (c *Config) place(ctx context.Context, rc *runner.RunContext, name, agentID
 	}
 	return &envdeploy.AgentInstance{AgentID: a.ID, AgentVersion: a.Version, AgentName: name, Status: envdeploy.StatusDeployed,
 		APIURL: u, A2AURL: u + "/", SandboxID: ds.SandboxID, SandboxType: ds.SandboxType, AgentCard: card}, nil
+}
+
+var _ runner.SandboxUser = (*Config)(nil)
+
+// SandboxProvider implements runner.SandboxUser:
+// user_overrides.agent_sandbox, else user_overrides.sandbox, else
+// sandbox_type. An agent placed on an existing sandbox (sandbox_name)
+// creates none.
+func (c *Config) SandboxProvider(rc *runner.RunContext) (string, bool) {
+	if c.SandboxName != "" {
+		return "", false
+	}
+	return cmp.Or(rc.UserOverride("agent_sandbox"), rc.UserOverride("sandbox"), c.SandboxType), true
 }

@@ -6,6 +6,7 @@
 package deployenv
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -111,13 +112,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if _, err := rc.Env(c.EnvID, ""); err == nil {
 		return fmt.Errorf("env_id %q: %w", c.EnvID, runner.ErrDuplicateName)
 	}
-	spec := rc.UserOverride("env_sandbox")
-	if spec == "" {
-		spec = rc.UserOverride("sandbox")
-	}
-	if spec == "" {
-		spec = c.SandboxType
-	}
+	spec, _ := c.SandboxProvider(rc)
 	ttl := 7200 * time.Second
 	if c.TTLSeconds != nil {
 		ttl = time.Duration(*c.TTLSeconds) * time.Second
@@ -205,4 +200,12 @@ func agentsOf(rc *runner.RunContext, envID string) []string {
 		}
 	}
 	return out
+}
+
+var _ runner.SandboxUser = (*Config)(nil)
+
+// SandboxProvider implements runner.SandboxUser: user_overrides.env_sandbox,
+// else user_overrides.sandbox, else sandbox_type.
+func (c *Config) SandboxProvider(rc *runner.RunContext) (string, bool) {
+	return cmp.Or(rc.UserOverride("env_sandbox"), rc.UserOverride("sandbox"), c.SandboxType), true
 }

@@ -4,6 +4,7 @@
 package deploysandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -112,12 +113,8 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if _, _, err := rc.Sandbox(ctx, c.SandboxName); err == nil {
 		return fmt.Errorf("sandbox_name %q: %w", c.SandboxName, runner.ErrDuplicateName)
 	}
-	providerSpec := rc.UserOverride("sandbox")
-	if providerSpec == "" {
-		providerSpec = c.SandboxType
-	}
 	spec := c.spec()
-	sb, err := rc.Services().CreateSandbox(ctx, providerSpec, spec)
+	sb, err := rc.Services().CreateSandbox(ctx, cmp.Or(rc.UserOverride("sandbox"), c.SandboxType), spec)
 	if err != nil {
 		return fmt.Errorf("deploy sandbox %q: %w", c.SandboxName, err)
 	}
@@ -141,4 +138,12 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	rc.Logger().Info("sandbox deployed", "sandbox_name", c.SandboxName, "sandbox_id", sb.ID(), "sandbox_type", sb.Type())
 	return nil
+}
+
+var _ runner.SandboxUser = (*Config)(nil)
+
+// SandboxProvider implements runner.SandboxUser: user_overrides.sandbox,
+// else sandbox_type.
+func (c *Config) SandboxProvider(rc *runner.RunContext) (string, bool) {
+	return cmp.Or(rc.UserOverride("sandbox"), c.SandboxType), true
 }
