@@ -9,6 +9,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/addskills"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
 	"github.com/agentenv/agentenv/runner/steps/applyserverconfig"
+	"github.com/agentenv/agentenv/runner/steps/buildmcpcli"
 	"github.com/agentenv/agentenv/runner/steps/collectartifacts"
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
@@ -71,5 +72,6 @@ func Builtin() *runner.StepRegistry {
 	r.Register(deployhumanagent.StepInfo())
 	r.Register(registeragenttriggers.StepInfo())
 	r.Register(snapshotagentstate.StepInfo())
+	r.Register(buildmcpcli.StepInfo())
 	return r
 }
