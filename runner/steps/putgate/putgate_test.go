@@ -24,10 +24,17 @@ func moduleRoot(t *testing.T) string {
 
 func validate(t *testing.T, id, pkg string) *putgate.Report {
 	t.Helper()
+	return validateIn(t, id, pkg, "")
+}
+
+// validateIn is validate for a package of the module in folder sub of
+// the repository ("" = the repository's own module).
+func validateIn(t *testing.T, id, pkg, sub string) *putgate.Report {
+	t.Helper()
 	root := moduleRoot(t)
 	tmp := t.TempDir()
 	rep, err := putgate.ValidateMCPServer(context.Background(), envdeploy.MCPServerInput{ID: id, EnvironmentName: id,
-		Image: envdeploy.ImageInput{GoPackage: pkg, GoDir: root}},
+		Image: envdeploy.ImageInput{GoPackage: pkg, GoDir: filepath.Join(root, sub)}},
 		&putgate.Options{Gateway: envdeploy.ImageInput{GoPackage: "./cmd/agentenv-gateway", GoDir: root}, TempDir: tmp})
 	if err != nil {
 		t.Fatal(err)
@@ -76,5 +83,23 @@ func TestNeedsBinary(t *testing.T) {
 		Image: envdeploy.ImageInput{ImageRef: "x:1"}}, nil)
 	if !errors.Is(err, putgate.ErrNeedsBinary) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// The tutorial's notes env describes its parameters with jsonschema tags
+// (the official MCP Go SDK's convention); envsdk reads them, so it passes
+// the tool schema gate too.
+func TestTutorialEnvPasses(t *testing.T) {
+	// The tutorial is a module of its own that requires this one: a
+	// workspace resolves it to this checkout.
+	root := moduleRoot(t)
+	work := filepath.Join(t.TempDir(), "go.work")
+	if err := os.WriteFile(work, []byte("go 1.26.0\n\nuse (\n\t"+root+"\n\t"+filepath.Join(root, "examples/tutorial/notes")+"\n)\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GOWORK", work)
+	rep := validateIn(t, "notes", "./cmd/notes-env", "examples/tutorial/notes")
+	if !rep.Passed {
+		t.Fatalf("notes failed: %v", rep.Error())
 	}
 }
