@@ -6,6 +6,7 @@ package steps
 
 import (
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps/a2agates"
 	"github.com/agentenv/agentenv/runner/steps/addskills"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
 	"github.com/agentenv/agentenv/runner/steps/applyserverconfig"
@@ -73,5 +74,8 @@ func Builtin() *runner.StepRegistry {
 	r.Register(registeragenttriggers.StepInfo())
 	r.Register(snapshotagentstate.StepInfo())
 	r.Register(buildmcpcli.StepInfo())
+	for _, i := range a2agates.Infos() {
+		r.Register(i)
+	}
 	return r
 }
