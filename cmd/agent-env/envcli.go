@@ -31,7 +31,7 @@ func newEnvCreateCLICmd(d *deps) *cobra.Command {
 				return err
 			}
 			step := map[string]any{"id": "cli", "type": "build_mcp_cli", "env_id": id, "env_step_id": "env"}
-			for k, v := range map[string]string{"cli_artifact_id": cliID, "command_name": command, "role": role, "description": desc} {
+			for k, v := range map[string]string{"cli_id": cliID, "command_name": command, "role": role, "description": desc} {
 				if v != "" {
 					step[k] = v
 				}

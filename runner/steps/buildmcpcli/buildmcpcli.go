@@ -31,9 +31,10 @@ type Config struct {
 	// EnvID is the deployed env whose tools become commands.
 	EnvID     string `json:"env_id"`
 	EnvStepID string `json:"env_step_id,omitempty"`
-	// CLIArtifactID is the cli artifact to store a new version of; ""
+	// CLIArtifactID (cli_id: the artifact is written, not read, so it is no
+	// entity reference) is the cli artifact to store a new version of; ""
 	// means "<env_id>-cli".
-	CLIArtifactID string `json:"cli_artifact_id,omitempty"`
+	CLIArtifactID string `json:"cli_id,omitempty"`
 	// CommandName is the binary's name on PATH; "" means "<env_id>-cli".
 	CommandName string `json:"command_name,omitempty"`
 	// Role lists the tools as that role; "" means "cli".
