@@ -103,3 +103,53 @@ func TestTutorialEnvPasses(t *testing.T) {
 		t.Fatalf("notes failed: %v", rep.Error())
 	}
 }
+
+func validateAgent(t *testing.T, id, pkg string) *putgate.Report {
+	t.Helper()
+	tmp := t.TempDir()
+	rep, err := putgate.ValidateA2AAgent(context.Background(), envdeploy.AgentInput{ID: id,
+		Image: envdeploy.ImageInput{GoPackage: pkg, GoDir: moduleRoot(t)}}, &putgate.Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("left in the temp folder: %v", left)
+	}
+	return rep
+}
+
+// The example scripted agent passes every agent gate.
+func TestExampleAgentPasses(t *testing.T) {
+	rep := validateAgent(t, "scripted", "./examples/agents/scripted")
+	if !rep.Passed {
+		t.Fatalf("scripted failed: %v", rep.Error())
+	}
+	if s := rep.String(); !strings.Contains(s, "gate a2a_core_protocol: passed") || !strings.Contains(s, "gate a2a_agent_card: passed") {
+		t.Errorf("summary %q", s)
+	}
+}
+
+// The broken testdata agent fails, and the report names each failed gate
+// with its problems; the gates that do not apply to it (system prompt,
+// peers) are not named.
+func TestBrokenAgentFails(t *testing.T) {
+	rep := validateAgent(t, "broken", "./runner/steps/a2agates/testdata/brokenagent")
+	if rep.Passed {
+		t.Fatal("broken agent passed")
+	}
+	msg := rep.Error()
+	for _, want := range []string{"agent broken failed validation (nothing was stored)",
+		"gate a2a_agent_card: FAILED", "card field description is missing",
+		"gate a2a_modalities: FAILED", "defaultOutputModes [image/png] lacks text",
+		"gate a2a_core_protocol: FAILED", "gate a2a_agent_config_identity: FAILED", "gate a2a_role: FAILED",
+		"gate a2a_agent_mcp: FAILED", "gate a2a_trajectory: FAILED"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("report lacks %q:\n%s", want, msg)
+		}
+	}
+	for _, not := range []string{"a2a_system_prompt", "a2a_peer_agents"} {
+		if strings.Contains(msg, not) {
+			t.Errorf("report names skipped gate %s:\n%s", not, msg)
+		}
+	}
+}
