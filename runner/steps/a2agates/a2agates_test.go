@@ -14,7 +14,7 @@ import (
 // agent_name defaults to default-agent.)
 func TestBadInput(t *testing.T) {
 	infos := a2agates.Infos()
-	if len(infos) != 9 {
+	if len(infos) != 10 {
 		t.Fatalf("%d gates", len(infos))
 	}
 	for _, i := range infos {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/agentenv/agentenv/internal/a2aclient"
@@ -14,9 +15,8 @@ import (
 	"github.com/agentenv/agentenv/runner"
 )
 
-// Infos registers the agent gates built here. verify_a2a_install,
-// verify_a2a_skill_config and verify_a2a_snapshot are not among them
-// (docs/steps.md says why).
+// Infos registers the agent gates built here. verify_a2a_install and
+// verify_a2a_snapshot are not among them (docs/steps.md says why).
 func Infos() []runner.StepInfo {
 	return []runner.StepInfo{
 		info("verify_a2a_agent_card", checkCard),
@@ -28,6 +28,7 @@ func Infos() []runner.StepInfo {
 		info("verify_a2a_agent_mcp", checkMCP),
 		info("verify_a2a_peer_agents", checkPeers),
 		info("verify_a2a_trajectory", checkTrajectory),
+		info("verify_a2a_skill_config", checkSkillConfig),
 	}
 }
 
@@ -319,4 +320,48 @@ func checkTrajectory(ctx context.Context, a *agent) (map[string]any, []string, s
 	}
 	d["trajectory_bytes"] = len(out.Trajectory)
 	return d, nil, ""
+}
+
+// checkSkillConfig: an agent advertising skill-config installs an inline
+// skill (a probe with a fresh name: a validated agent is a throwaway
+// deployment), lists it, shows it on the live card and refuses the same
+// name again with 409. One that does not advertise it is skipped.
+func checkSkillConfig(ctx context.Context, a *agent) (map[string]any, []string, string) {
+	if !a2aclient.Advertises(a.card, protocol.URISkillConfig) {
+		return nil, nil, "the card does not advertise " + protocol.URISkillConfig
+	}
+	name := "gate-probe-" + a2aclient.NewID()[:8]
+	skill := map[string]any{"name": name, "description": "Release gate probe skill.",
+		"skill_md": "---\nname: " + name + "\ndescription: Release gate probe skill.\n---\nNothing to do.\n"}
+	d := map[string]any{"probe_skill": name}
+	b, err := a.c.ExtOK(ctx, http.MethodPost, "/ext/skill-config", skill)
+	if err != nil {
+		return d, []string{fmt.Sprintf("skill-config add: %v", err)}, ""
+	}
+	var added struct {
+		Name string `json:"name"`
+	}
+	var p []string
+	if json.Unmarshal(b, &added) != nil || added.Name != name {
+		p = append(p, fmt.Sprintf("skill-config add: want {\"name\":%q}, got %.200s", name, b))
+	}
+	b, err = a.c.ExtOK(ctx, http.MethodGet, "/ext/skill-config", nil)
+	var list struct {
+		Skills map[string]json.RawMessage `json:"skills"`
+	}
+	switch {
+	case err != nil:
+		p = append(p, fmt.Sprintf("skill-config list: %v", err))
+	case json.Unmarshal(b, &list) != nil || list.Skills == nil:
+		p = append(p, fmt.Sprintf("skill-config list: want {\"skills\":{...}}, got %.200s", b))
+	case list.Skills[name] == nil:
+		p = append(p, "skill-config list lacks the skill just added")
+	}
+	if card, err := a.c.Card(ctx); err == nil && !strings.Contains(string(card), `"skill-`+name+`"`) {
+		p = append(p, fmt.Sprintf("the live card lacks skill-%s after the add", name))
+	}
+	if st, _, err := a.c.Ext(ctx, http.MethodPost, "/ext/skill-config", skill); err != nil || st != http.StatusConflict {
+		p = append(p, fmt.Sprintf("skill-config add of a duplicate name: want HTTP 409, got %d (%v)", st, err))
+	}
+	return d, p, ""
 }

@@ -10,7 +10,7 @@ import (
 // a2aGates are the agent gates built, by type.
 var a2aGates = []string{"verify_a2a_agent_card", "verify_a2a_modalities", "verify_a2a_core_protocol",
 	"verify_a2a_agent_config_identity", "verify_a2a_role", "verify_a2a_system_prompt", "verify_a2a_agent_mcp",
-	"verify_a2a_peer_agents", "verify_a2a_trajectory"}
+	"verify_a2a_peer_agents", "verify_a2a_trajectory", "verify_a2a_skill_config"}
 
 // TestA2AGatesPass deploys the scripted example agent (process sandbox)
 // bound to the email env and runs every agent gate on it: each writes a
