@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -90,7 +91,7 @@ func structSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, e
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.name, err)
 		}
-		if d, ok := f.tag.Lookup("description"); ok {
+		if d, ok := fieldDescription(f.tag); ok {
 			s["description"] = d
 		}
 		base := f.typ
@@ -122,6 +123,51 @@ func structSchema(t reflect.Type, seen map[reflect.Type]bool) (map[string]any, e
 		out["required"] = required
 	}
 	return out, nil
+}
+
+// fieldDescription reads a field's description: the description tag, else
+// the jsonschema tag, whose whole value is the description in
+// jsonschema-go (the schema library of the official MCP Go SDK), so tool
+// structs written for that SDK keep their descriptions here. The
+// "key=value,..." form of other schema libraries contributes its
+// description key only.
+func fieldDescription(tag reflect.StructTag) (string, bool) {
+	if d, ok := tag.Lookup("description"); ok {
+		return d, true
+	}
+	js, ok := tag.Lookup("jsonschema")
+	if !ok || js == "" {
+		return "", false
+	}
+	if keyValueTag(js) {
+		for _, kv := range strings.Split(js, ",") {
+			if d, ok := strings.CutPrefix(kv, "description="); ok {
+				return d, true
+			}
+		}
+		return "", false
+	}
+	return js, true
+}
+
+// tagKeyRE is one "key=value" or bare keyword item of a key=value tag.
+var tagKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(=.*)?$`)
+
+// keyValueTag: every comma item is a key=value or a bare keyword, and one
+// item has a value or is a known keyword (so a one-word description like
+// "Subject" stays a description).
+func keyValueTag(js string) bool {
+	marked := false
+	for _, item := range strings.Split(js, ",") {
+		if !tagKeyRE.MatchString(item) {
+			return false
+		}
+		switch {
+		case strings.Contains(item, "="), item == "required", item == "nullable", item == "omitempty":
+			marked = true
+		}
+	}
+	return marked
 }
 
 // typeSchema maps one Go type to its schema (the reference's type table).

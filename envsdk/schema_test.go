@@ -302,3 +302,28 @@ func TestCardDeclaredToolWins(t *testing.T) {
 		t.Fatalf("tools/list used the derived schema: %+v", lt.Tools[0].InputSchema)
 	}
 }
+
+// jsonTagged carries descriptions the way other schema libraries write
+// them: jsonschema-go's whole-tag description, the key=value form, and the
+// description tag winning over both.
+type jsonTagged struct {
+	Text  string `json:"text" jsonschema:"the note to keep, verbatim"`
+	Kind  string `json:"kind" jsonschema:"description=Kind of note,enum=a|b"`
+	Flags string `json:"flags" jsonschema:"required,minLength=1"`
+	Both  string `json:"both" description:"From description." jsonschema:"from jsonschema"`
+}
+
+// The jsonschema tag gives a parameter its description, so a tool struct
+// written for jsonschema-go passes the tool schema release gate.
+func TestSchemaJSONSchemaTag(t *testing.T) {
+	s := envsdk.New(&protocol.EnvCard{Name: "tags"}, &envsdk.Options{Getenv: noEnv})
+	envsdk.AddTool(s, &envsdk.Tool{Name: "tagged"}, func(context.Context, *envsdk.Request, jsonTagged) (string, error) { return "ok", nil })
+	env := envsdktest.Start(t, s)
+	_, _, card := getJSON(t, env.CardURL)
+	props := card.(map[string]any)["capabilities"].(map[string]any)["tools"].([]any)[0].(map[string]any)["inputSchema"].(map[string]any)["properties"].(map[string]any)
+	for name, want := range map[string]any{"text": "the note to keep, verbatim", "kind": "Kind of note", "flags": nil, "both": "From description."} {
+		if got := props[name].(map[string]any)["description"]; got != want {
+			t.Errorf("%s: description %v, want %v", name, got, want)
+		}
+	}
+}

@@ -123,7 +123,7 @@ func TestReferenceCorpusUnknownTypes(t *testing.T) {
 	if !errors.As(err, &te) {
 		t.Fatalf("err = %v, want a *runner.TaskError", err)
 	}
-	if got := te.UnknownTypes(); !slices.Equal(got, []string{"build_mcp_cli", "summon_agent", "teleport_skills"}) {
+	if got := te.UnknownTypes(); !slices.Equal(got, []string{"acme_add_notes", "acme_build_report", "acme_install_tool"}) {
 		t.Errorf("unknown types = %v", got)
 	}
 	var where []string
@@ -137,8 +137,8 @@ func TestReferenceCorpusUnknownTypes(t *testing.T) {
 		t.Errorf("problems on steps %v", where)
 	}
 	msg := err.Error()
-	for _, want := range []string{"4 problems in the task:", `step 2 (id "install"): field "type": Unknown task step type "summon_agent"`,
-		"unknown step types: build_mcp_cli, summon_agent, teleport_skills", "agent-env plugin list"} {
+	for _, want := range []string{"4 problems in the task:", `step 2 (id "install"): field "type": Unknown task step type "acme_install_tool"`,
+		"unknown step types: acme_add_notes, acme_build_report, acme_install_tool", "agent-env plugin list"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q:\n%s", want, msg)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/steps/putgate"
 )
 
 func newA2AAgentCmd(d *deps) *cobra.Command {
@@ -20,9 +21,14 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	var img imageFlags
 	var in envdeploy.AgentInput
 	var envVars, meta []string
+	var validate bool
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Build and register an A2A agent (--go-package P | --dockerfile F [--context D] | --image-ref R)",
+		Long: "Build and register an A2A agent.\n\n" +
+			"--validate first deploys the agent on throwaway stores as a local process, runs the agent release\n" +
+			"gates (the verify_a2a_* steps) and tears it down; a failed gate refuses the put, naming each failed\n" +
+			"gate, and nothing is stored.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.EnvVars, err = parseKV("env-var", envVars); err != nil {
@@ -32,6 +38,16 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 				return err
 			}
 			in.Image = img.in
+			if validate {
+				rep, err := putgate.ValidateA2AAgent(cmd.Context(), in, nil)
+				if err != nil {
+					return err
+				}
+				if !rep.Passed {
+					return rep
+				}
+				fmt.Fprintln(d.stdout, rep.String())
+			}
 			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
 				_, err := s.put.PutAgent(ctx, in)
 				return err
@@ -44,6 +60,7 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 	f.StringVar(&in.DefaultModel, "default-model", "", "the agent's default model")
 	f.StringArrayVar(&envVars, "env-var", nil, "K=V set in the agent's environment (repeatable)")
 	f.StringArrayVar(&meta, "metadata", nil, "k=v metadata (repeatable)")
+	f.BoolVar(&validate, "validate", false, "run the agent release gates first (needs --go-package or --binary); a failed gate stores nothing")
 	return cmd
 }
 

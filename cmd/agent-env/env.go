@@ -14,7 +14,7 @@ import (
 func newEnvCmd(d *deps) *cobra.Command {
 	cmd := &cobra.Command{Use: "env", Short: "Register, deploy and tear down environments"}
 	ms := &cobra.Command{Use: "mcp-server", Short: "MCP server envs"}
-	ms.AddCommand(newEnvMCPServerPutCmd(d))
+	ms.AddCommand(newEnvMCPServerPutCmd(d), newEnvCreateCLICmd(d))
 	gw := &cobra.Command{Use: "gateway", Short: "The gateway env"}
 	gw.AddCommand(newEnvGatewayPutCmd(d))
 	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}

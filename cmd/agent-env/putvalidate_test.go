@@ -46,3 +46,31 @@ func TestEnvPutValidate(t *testing.T) {
 		t.Fatalf("plain put after a refused one: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// a2a-agent put --validate: the scripted example agent passes the agent
+// gates and is stored; the broken testdata agent is refused with a report
+// naming the failed gates, and nothing is stored.
+func TestAgentPutValidate(t *testing.T) {
+	bins := envdeploytest.Build(t)
+	broken, err := imagebuild.BuildGo(context.Background(), "./runner/steps/a2agates/testdata/brokenagent", t.TempDir(), &imagebuild.GoOptions{Dir: "../.."})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newCLI(t)
+	code, out, stderr := c.run("a2a-agent", "put", "--id", "scripted", "--binary", bins.Agent, "--validate")
+	if code != 0 || !strings.Contains(out, "gate a2a_core_protocol: passed") {
+		t.Fatalf("scripted put --validate: exit %d\n%s\n%s", code, out, stderr)
+	}
+	code, out, stderr = c.run("a2a-agent", "put", "--id", "broken", "--binary", broken, "--validate")
+	if code == 0 {
+		t.Fatalf("broken put --validate succeeded:\n%s\n%s", out, stderr)
+	}
+	for _, want := range []string{"agent broken failed validation (nothing was stored)", "gate a2a_agent_card: FAILED", "gate a2a_core_protocol: FAILED"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code, _, _ := c.run("a2a-agent", "get", "--id", "broken"); code == 0 {
+		t.Error("the refused agent was stored")
+	}
+}

@@ -6,9 +6,11 @@ package steps
 
 import (
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps/a2agates"
 	"github.com/agentenv/agentenv/runner/steps/addskills"
 	"github.com/agentenv/agentenv/runner/steps/aggregateverifiers"
 	"github.com/agentenv/agentenv/runner/steps/applyserverconfig"
+	"github.com/agentenv/agentenv/runner/steps/buildmcpcli"
 	"github.com/agentenv/agentenv/runner/steps/collectartifacts"
 	"github.com/agentenv/agentenv/runner/steps/deployagent"
 	"github.com/agentenv/agentenv/runner/steps/deployenv"
@@ -71,5 +73,9 @@ func Builtin() *runner.StepRegistry {
 	r.Register(deployhumanagent.StepInfo())
 	r.Register(registeragenttriggers.StepInfo())
 	r.Register(snapshotagentstate.StepInfo())
+	r.Register(buildmcpcli.StepInfo())
+	for _, i := range a2agates.Infos() {
+		r.Register(i)
+	}
 	return r
 }

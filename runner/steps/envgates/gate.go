@@ -12,17 +12,24 @@ const (
 	GateMCPToolSchema = "mcp_tool_schema"
 )
 
-// record writes a gate's verdict: metadata.verifications[gate] (score 1
-// when there are no problems, else 0 with one row per problem) and the
-// details under metadata[detailKey].
+// record writes an env gate's verdict: metadata.verifications[gate] and
+// the details under metadata[detailKey].
 func record(rc *runner.RunContext, gate, detailKey string, details map[string]any, problems []string) {
+	rc.SetVerification(gate, Verdict(gate, details, problems))
+	rc.SetMetadata(detailKey, details)
+}
+
+// Verdict is a gate's verification: score 1 and one "no problems" row
+// when there are no problems, else score 0 with one row per problem. It
+// also sets details["passed"] and details["problems"]. The agent gates
+// (a2agates) record their verdicts with it too.
+func Verdict(gate string, details map[string]any, problems []string) runner.Verification {
 	passed := len(problems) == 0
 	details["passed"] = passed
 	if problems == nil {
 		problems = []string{}
 	}
 	details["problems"] = problems
-	rc.SetMetadata(detailKey, details)
 	rows := make([]runner.Row, 0, len(problems)+1)
 	for _, p := range problems {
 		rows = append(rows, runner.Row{"gate": gate, "result": false, "score": 0.0, "justification": p})
@@ -32,5 +39,5 @@ func record(rc *runner.RunContext, gate, detailKey string, details map[string]an
 		score = 1
 		rows = append(rows, runner.Row{"gate": gate, "result": true, "score": 1.0, "justification": "no problems"})
 	}
-	rc.SetVerification(gate, runner.Verification{Score: score, Results: rows})
+	return runner.Verification{Score: score, Results: rows}
 }

@@ -1,13 +1,14 @@
-// Package putgate runs the env release gates behind `agent-env env
-// mcp-server put --validate`. It registers the env in throwaway stores
-// under a temporary folder, deploys it (behind a gateway, or alone with
-// the server topology) on the process sandbox, runs verify_env_card,
-// verify_env_core_protocol, verify_mcp_tool_schema and
-// validation_gate_aggregator, tears everything down and removes the
-// folder. The caller's stores are never touched: it puts the env itself
+// Package putgate runs the release gates behind `agent-env env
+// mcp-server put --validate` and `agent-env a2a-agent put --validate`. It
+// registers the env (with the gateway) or the agent in throwaway stores
+// under a temporary folder, deploys it on the process sandbox, runs the
+// gates (for an env verify_env_card, verify_env_core_protocol,
+// verify_mcp_tool_schema and validation_gate_aggregator; for an agent the
+// verify_a2a_* steps of a2agates), tears everything down and removes the
+// folder. The caller's stores are never touched: it puts the entity itself
 // only when the report passed.
 //
-//	rep, err := putgate.ValidateMCPServer(ctx, in, nil)
+//	rep, err := putgate.ValidateMCPServer(ctx, in, nil) // or ValidateA2AAgent
 //	if err != nil { ... }          // could not run the gates
 //	if !rep.Passed { return rep }  // *Report is an error naming each failed gate
 package putgate
@@ -31,6 +32,7 @@ import (
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/process"
 	"github.com/agentenv/agentenv/runner/steps"
+	"github.com/agentenv/agentenv/runner/steps/a2agates"
 	"github.com/agentenv/agentenv/runner/steps/envgates"
 )
 
@@ -50,9 +52,9 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// ErrNeedsBinary: the gates run the env as a local process, so its source
-// must be a Go package or a prebuilt binary.
-var ErrNeedsBinary = errors.New("--validate runs the env as a local process: give --go-package or --binary")
+// ErrNeedsBinary: the gates run the env or agent as a local process, so
+// its source must be a Go package or a prebuilt binary.
+var ErrNeedsBinary = errors.New("--validate runs it as a local process: give --go-package or --binary")
 
 // Gate is one gate's verdict.
 type Gate struct {
@@ -65,7 +67,8 @@ type Gate struct {
 // Report is the outcome of the gates; a failed Report is also the error
 // the put returns.
 type Report struct {
-	EnvID  string
+	Kind   string // "env" or "agent"
+	ID     string
 	Passed bool
 	Gates  []Gate
 }
@@ -73,7 +76,7 @@ type Report struct {
 // Error lists each failed gate with its problems.
 func (r *Report) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "env %s failed validation (nothing was stored):", r.EnvID)
+	fmt.Fprintf(&b, "%s %s failed validation (nothing was stored):", r.Kind, r.ID)
 	for _, g := range r.Gates {
 		switch {
 		case g.Missing:
@@ -107,7 +110,44 @@ func (r *Report) String() string {
 // ValidateMCPServer runs the env gates on the env in describes. A non-nil
 // error means the gates could not run (bad input, a build or deploy
 // failure); a failed gate is a Report with Passed false.
-func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Options) (rep *Report, err error) {
+func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Options) (*Report, error) {
+	if in.Image.GoPackage == "" && in.Image.Binary == "" {
+		return nil, ErrNeedsBinary
+	}
+	return validate(ctx, o, "env", in.ID, gateTask(in.ID), envgates.DefaultRequiredGates,
+		func(ctx context.Context, put *envdeploy.Putter, opt *Options) error {
+			gw := opt.Gateway
+			if gw == (envdeploy.ImageInput{}) {
+				var err error
+				if gw, err = envdeploy.GatewaySource(ctx); err != nil {
+					return err
+				}
+			}
+			if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, gw); err != nil {
+				return fmt.Errorf("validate: gateway: %w", err)
+			}
+			_, err := put.PutMCPServer(ctx, in)
+			return err
+		})
+}
+
+// ValidateA2AAgent runs the agent gates (a2agates) on the agent in
+// describes, deployed alone on the process sandbox.
+func ValidateA2AAgent(ctx context.Context, in envdeploy.AgentInput, o *Options) (*Report, error) {
+	if in.Image.GoPackage == "" && in.Image.Binary == "" {
+		return nil, ErrNeedsBinary
+	}
+	return validate(ctx, o, "agent", in.ID, agentGateTask(in.ID), agentGates(),
+		func(ctx context.Context, put *envdeploy.Putter, _ *Options) error {
+			_, err := put.PutAgent(ctx, in)
+			return err
+		})
+}
+
+// validate registers the entity with put in throwaway stores, runs task
+// and reports the gates' verdicts.
+func validate(ctx context.Context, o *Options, kind, id, taskJSON string, gates []string,
+	put func(context.Context, *envdeploy.Putter, *Options) error) (rep *Report, err error) {
 	var opt Options
 	if o != nil {
 		opt = *o
@@ -117,9 +157,6 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
-	}
-	if in.Image.GoPackage == "" && in.Image.Binary == "" {
-		return nil, ErrNeedsBinary
 	}
 	dir, err := os.MkdirTemp(opt.TempDir, "agentenv-validate-")
 	if err != nil {
@@ -140,17 +177,7 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 	if err := os.MkdirAll(filepath.Join(dir, "put"), 0o700); err != nil {
 		return nil, err
 	}
-	put := &envdeploy.Putter{Stores: st, TempDir: filepath.Join(dir, "put")}
-	gw := opt.Gateway
-	if gw == (envdeploy.ImageInput{}) {
-		if gw, err = envdeploy.GatewaySource(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if _, err := put.PutGateway(ctx, envdeploy.DefaultGatewayID, gw); err != nil {
-		return nil, fmt.Errorf("validate: gateway: %w", err)
-	}
-	if _, err := put.PutMCPServer(ctx, in); err != nil {
+	if err := put(ctx, &envdeploy.Putter{Stores: st, TempDir: filepath.Join(dir, "put")}, &opt); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, opt.Timeout)
@@ -160,7 +187,7 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{pb.Type(): pb}, DefaultSandbox: pb.Type(),
 		AgentSandbox: pb.Type(), ReadyTimeout: 60 * time.Second}
 	r := runner.New(&runner.Options{Steps: steps.Builtin()})
-	task, err := r.ParseTask("put-validate", 1, []byte(gateTask(in.ID)))
+	task, err := r.ParseTask("put-validate", 1, []byte(taskJSON))
 	if err != nil {
 		return nil, err
 	}
@@ -173,9 +200,27 @@ func ValidateMCPServer(ctx context.Context, in envdeploy.MCPServerInput, o *Opti
 		_, _ = r.TeardownRun(tctx, rc, 0)
 	}()
 	if _, err := r.Run(ctx, task, rc, nil); err != nil {
-		return nil, fmt.Errorf("validate env %s: %w", in.ID, err)
+		return nil, fmt.Errorf("validate %s %s: %w", kind, id, err)
 	}
-	return report(in.ID, rc), nil
+	return report(kind, id, gates, rc), nil
+}
+
+// agentGates are the gate keys of every agent gate.
+func agentGates() []string {
+	var out []string
+	for _, i := range a2agates.Infos() {
+		out = append(out, strings.TrimPrefix(i.Type, "verify_"))
+	}
+	return out
+}
+
+// agentGateTask deploys the agent and runs every agent gate on it.
+func agentGateTask(id string) string {
+	js := `[{"id":"agent","type":"deploy_agent","a2a_agent_id":` + fmt.Sprintf("%q", id) + `,"ttl_seconds":600}`
+	for _, i := range a2agates.Infos() {
+		js += fmt.Sprintf(`,{"id":%q,"type":%q}`, i.Type, i.Type)
+	}
+	return js + "]"
 }
 
 // gateTask deploys the env and runs every env gate on it.
@@ -189,10 +234,10 @@ func gateTask(id string) string {
 }
 
 // report reads the gates' verdicts back from the run context.
-func report(id string, rc *runner.RunContext) *Report {
+func report(kind, id string, gates []string, rc *runner.RunContext) *Report {
 	all := rc.Verifications()
-	rep := &Report{EnvID: id, Passed: true}
-	names := append([]string(nil), envgates.DefaultRequiredGates...)
+	rep := &Report{Kind: kind, ID: id, Passed: true}
+	names := append([]string(nil), gates...)
 	sort.Strings(names)
 	for _, n := range names {
 		v, ok := all[n]
