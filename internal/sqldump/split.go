@@ -1,4 +1,4 @@
-package servicedb
+package sqldump
 
 import (
 	"regexp"
