@@ -88,7 +88,9 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 	if s.Deployer == nil {
 		return nil
 	}
-	if _, ok := examplecatalog.Envs[path.Base(c.EnvID)]; ok && c.EnvVersion == 0 {
+	_, isEnv := examplecatalog.Envs[path.Base(c.EnvID)]
+	_, isDB := examplecatalog.ServiceDBs[path.Base(c.EnvID)]
+	if (isEnv || isDB) && c.EnvVersion == 0 {
 		return nil // registered from source on first deploy
 	}
 	e, err := s.Deployer.Stores.GetEnv(ctx, registry.Ref{ID: c.EnvID, Version: c.EnvVersion})
