@@ -141,7 +141,7 @@ func newEnvServiceDBPutCmd(d *deps) *cobra.Command {
 		Long: "Register a service_db env. Each deploy runs a PostgreSQL database (the state instance, recorded in\n" +
 			"env_state_instances) and a db MCP server over it (list tables, describe, read-only query; execute for\n" +
 			"--write-role roles) behind the gateway. load_artifact loads SQL dumps into it; snapshot_env exports one.\n" +
-			"The process sandbox runs the host's Debian PostgreSQL binaries; Docker needs --db-image-ref (docs/envtypes.md).",
+			"The process sandbox runs the host's Debian PostgreSQL binaries; Docker needs --db-host-closure or --db-image-ref (docs/envtypes.md).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
 				_, err := s.put.PutServiceDB(ctx, in)
@@ -158,6 +158,7 @@ func newEnvServiceDBPutCmd(d *deps) *cobra.Command {
 	f.StringVar(&in.DB.GoPackage, "db-go-package", "", "database workload Go package (default ./images/postgres/agentenv-postgres)")
 	f.StringVar(&in.DB.Binary, "db-binary", "", "prebuilt static database workload binary (agentenv-postgres)")
 	f.StringVar(&in.DB.ImageRef, "db-image-ref", "", "PostgreSQL image the engine holds (Docker): serves on $PGPORT, trusted connections")
+	f.BoolVar(&in.DBHostClosure, "db-host-closure", false, "put this host's PostgreSQL and its library closure into the database image (Docker without pulls)")
 	f.StringArrayVar(&in.WriteRoles, "write-role", nil, "role the db MCP server lets write (repeatable; * = every caller; default none: read-only)")
 	f.StringVar(&in.Description, "description", "", "description")
 	return cmd

@@ -177,13 +177,22 @@ func runAs() (*syscall.Credential, int, int, error) {
 	if os.Geteuid() != 0 {
 		return nil, -1, -1, nil
 	}
+	_, uid, gid, err := runAsLookup()
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("pgserver: running as root, and PostgreSQL refuses root: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uid, gid, nil
+}
+
+// runAsLookup finds the postgres user.
+func runAsLookup() (*user.User, int, int, error) {
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, 0, 0, fmt.Errorf("pgserver: running as root, and PostgreSQL refuses root: need a postgres user: %w", err)
+		return nil, 0, 0, fmt.Errorf("need a postgres user: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uid, gid, nil
+	return u, uid, gid, nil
 }
 
 // waitReady waits until postgres accepts TCP connections and answers the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -45,6 +46,11 @@ type ServiceDBInput struct {
 	// engine holds that serves PostgreSQL on $PGPORT (default 5432) with
 	// trusted connections (docs/envtypes.md).
 	DB ImageInput
+	// DBHostClosure adds this host's PostgreSQL (binaries, modules, share
+	// files, time zones, their shared-library closure and a postgres
+	// user) to the database image built from DB's Go package or binary,
+	// so that image runs on Docker without any pull.
+	DBHostClosure bool
 	// WriteRoles are the roles the db MCP server lets write.
 	WriteRoles  []string
 	Description string
@@ -99,8 +105,27 @@ func (p *Putter) PutServiceDB(ctx context.Context, in ServiceDBInput) (*Env, err
 		return nil, err
 	}
 	p.printf("Building database image...")
-	db, err := p.buildImage(ctx, registry.EnvImageArtifactID(in.ID)+"_db", in.DB,
-		imagebuild.Image{Env: map[string]string{"PGPORT": strconv.Itoa(DBPort)}, ExposedPorts: []int{DBPort}}, "database image of env "+in.ID)
+	dbImg := imagebuild.Image{Env: map[string]string{"PGPORT": strconv.Itoa(DBPort)}, ExposedPorts: []int{DBPort},
+		Entrypoint: "/agentenv-postgres"}
+	if in.DBHostClosure {
+		if in.DB.ImageRef != "" || in.DB.Dockerfile != "" {
+			return nil, &registry.InvalidError{Field: "db_host_closure", Reason: "applies to a database built from a Go package or binary, not to --db-image-ref or a Dockerfile"}
+		}
+		bin, err := pgserver.BinDir()
+		if err != nil {
+			return nil, fmt.Errorf("--db-host-closure: %w", err)
+		}
+		tmp, err := os.MkdirTemp(p.TempDir, "agentenv-pgimage-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(tmp)
+		if dbImg.Files, err = pgserver.ImageFiles(ctx, bin, tmp); err != nil {
+			return nil, err
+		}
+		p.printf("Adding the host's PostgreSQL (%s) and its library closure: %d files...", bin, len(dbImg.Files))
+	}
+	db, err := p.buildImage(ctx, registry.EnvImageArtifactID(in.ID)+"_db", in.DB, dbImg, "database image of env "+in.ID)
 	if err != nil {
 		return nil, err
 	}
