@@ -159,7 +159,7 @@ func exportType(parts []protocol.Part) (string, string) {
 	return ".json", "application/json"
 }
 
-// ExportBody is a server's data/get's export as one JSON document: its only JSON
+// ExportBody is a server's data/get export as one JSON document: its only JSON
 // part, or a list of them.
 func ExportBody(parts []protocol.Part) ([]byte, error) {
 	var docs []json.RawMessage
