@@ -36,6 +36,9 @@ const (
 	// TaskReviews holds the review step's awaiting reviews and the
 	// decisions recorded on them (by another process: the CLI).
 	TaskReviews Collection = "task_reviews"
+	// EnvStateInstances holds the database (state) instance of each
+	// service_db env instance, keyed by env_state_instance_id.
+	EnvStateInstances Collection = "env_state_instances"
 )
 
 type collectionInfo struct {
@@ -58,12 +61,13 @@ var collections = map[Collection]collectionInfo{
 	Runs:              {false, "Run", "run_id"},
 	BundleLedger:      {false, "Ledger entry", ""},
 	TaskReviews:       {false, "Review", ""},
+	EnvStateInstances: {false, "Env state instance", "env_state_instance_id"},
 }
 
 // Collections returns every known collection, versioned first.
 func Collections() []Collection {
 	return []Collection{Envs, Artifacts, A2AAgents, Tasks, TaskSteps, Evals,
-		EnvInstances, A2AAgentInstances, TaskInstances, TaskStepJournal, Runs, BundleLedger, TaskReviews}
+		EnvInstances, A2AAgentInstances, TaskInstances, TaskStepJournal, Runs, BundleLedger, TaskReviews, EnvStateInstances}
 }
 
 // Known reports whether c is one of the reference's collections.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,7 +20,9 @@ func newEnvCmd(d *deps) *cobra.Command {
 	gw.AddCommand(newEnvGatewayPutCmd(d))
 	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}
 	multi.AddCommand(newEnvMultiPutCmd(d))
-	cmd.AddCommand(ms, gw, multi, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances), newEnvRoleTokenCmd(d))
+	sdb := &cobra.Command{Use: "service-db", Short: "A PostgreSQL database behind a db MCP server"}
+	sdb.AddCommand(newEnvServiceDBPutCmd(d))
+	cmd.AddCommand(ms, gw, multi, sdb, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances), newEnvRoleTokenCmd(d))
 	return cmd
 }
 
@@ -130,9 +133,40 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 	return cmd
 }
 
+func newEnvServiceDBPutCmd(d *deps) *cobra.Command {
+	var in envdeploy.ServiceDBInput
+	cmd := &cobra.Command{
+		Use:   "put",
+		Short: "Register a service_db env: a PostgreSQL per instance and a db MCP server (default: both built from this source tree)",
+		Long: "Register a service_db env. Each deploy runs a PostgreSQL database (the state instance, recorded in\n" +
+			"env_state_instances) and a db MCP server over it (list tables, describe, read-only query; execute for\n" +
+			"--write-role roles) behind the gateway. load_artifact loads SQL dumps into it; snapshot_env exports one.\n" +
+			"The process sandbox runs the host's Debian PostgreSQL binaries; Docker needs --db-host-closure or --db-image-ref (docs/envtypes.md).",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
+				_, err := s.put.PutServiceDB(ctx, in)
+				return err
+			})
+		},
+	}
+	f := cmd.Flags()
+	idArg(cmd, &in.ID, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
+	f.StringVar(&in.EnvironmentName, "environment-name", "", "name of the db MCP server (default db)")
+	f.StringVar(&in.DBMCP.GoPackage, "db-mcp-go-package", "", "db MCP server Go package (default: the example db server)")
+	f.StringVar(&in.DBMCP.Binary, "db-mcp-binary", "", "prebuilt static db MCP server binary")
+	f.StringVar(&in.DBMCP.ImageRef, "db-mcp-image-ref", "", "db MCP server image the engine holds")
+	f.StringVar(&in.DB.GoPackage, "db-go-package", "", "database workload Go package (default ./images/postgres/agentenv-postgres)")
+	f.StringVar(&in.DB.Binary, "db-binary", "", "prebuilt static database workload binary (agentenv-postgres)")
+	f.StringVar(&in.DB.ImageRef, "db-image-ref", "", "PostgreSQL image the engine holds (Docker): serves on $PGPORT, trusted connections")
+	f.BoolVar(&in.DBHostClosure, "db-host-closure", false, "put this host's PostgreSQL and its library closure into the database image (Docker without pulls)")
+	f.StringArrayVar(&in.WriteRoles, "write-role", nil, "role the db MCP server lets write (repeatable; * = every caller; default none: read-only)")
+	f.StringVar(&in.Description, "description", "", "description")
+	return cmd
+}
+
 func newEnvDeployCmd(d *deps) *cobra.Command {
 	var out *outputFlag
-	var id, mode, gateway string
+	var id, mode, gateway, stateType, stateID string
 	var sandbox *sandboxFlags
 	var version, ttl int
 	cmd := &cobra.Command{
@@ -159,7 +193,7 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				}
 				fmt.Fprintf(w, "Fetching env: id=%s version=%s...\n", id, v)
 				inst, err := s.dep.Deploy(ctx, envdeploy.DeployRequest{Env: ref, Sandbox: sandbox.envSpec(),
-					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway})
+					TTL: ttlFlag(ttl), GatewayMode: mode, GatewayID: gateway, EnvStateType: stateType, EnvStateInstanceID: stateID})
 				if err != nil {
 					return err
 				}
@@ -175,6 +209,11 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				} else {
 					fmt.Fprintf(d.stdout, "Env Gateway Url: %s\n", inst.GatewayURL)
 				}
+				if inst.DBURL != "" {
+					fmt.Fprintf(d.stdout, "DB URL: %s\n", inst.DBURL)
+					fmt.Fprintf(d.stdout, "DB MCP Url: %s\n", *inst.DBMCPURL)
+					fmt.Fprintf(d.stdout, "Env State Instance ID: %s\n", strings.Join(inst.EnvStateInstanceIDs, ", "))
+				}
 				fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
 				return nil
 			})
@@ -187,6 +226,8 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 	f.IntVar(&ttl, "ttl-seconds", 10800, "time to live, 60..1209600 seconds")
 	f.StringVar(&mode, "gateway-mode", "performance", "performance or consistent")
 	f.StringVar(&gateway, "gateway", envdeploy.DefaultGatewayID, "gateway env id")
+	f.StringVar(&stateType, "env-state-type", "", "service_db only: postgres (the default)")
+	f.StringVar(&stateID, "env-state-instance-id", "", "service_db only: start with a copy of this running state instance's data")
 	out = addOutputFlag(cmd, formatTable)
 	return cmd
 }

@@ -48,7 +48,8 @@ type Image struct {
 	// Dirs are created empty; nil means DefaultDirs.
 	Dirs []Dir
 	// Files maps image paths to host paths copied in (e.g. a CA bundle at
-	// /etc/ssl/certs/ca-certificates.crt).
+	// /etc/ssl/certs/ca-certificates.crt), with the host file's
+	// permissions; a symbolic link is copied as the file it points to.
 	Files  map[string]string
 	Labels map[string]string
 	// Platform defaults to linux/<GOARCH of the binary's build>; "" is
@@ -118,7 +119,13 @@ func Scratch(im Image) (v1.Image, error) {
 	}
 	sort.Strings(dsts)
 	for _, dst := range dsts {
-		if err := addFile(dst, im.Files[dst], 0o644); err != nil {
+		// The host file's permissions: programs and the dynamic loader
+		// of a library closure must stay executable.
+		mode := int64(0o644)
+		if st, err := os.Stat(im.Files[dst]); err == nil {
+			mode = int64(st.Mode().Perm())
+		}
+		if err := addFile(dst, im.Files[dst], mode); err != nil {
 			return nil, err
 		}
 	}

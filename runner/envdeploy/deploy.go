@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/big"
 	"net/http"
 	"strconv"
@@ -107,6 +108,11 @@ type DeployRequest struct {
 	TTL         time.Duration
 	GatewayMode string
 	GatewayID   string // "" = default
+	// EnvStateType ("" or postgres) and EnvStateInstanceID apply to
+	// service_db envs only: the latter names a running state instance
+	// whose data the new database starts with.
+	EnvStateType       string
+	EnvStateInstanceID string
 }
 
 // EnvInstance is the env_instances record.
@@ -129,9 +135,12 @@ type EnvInstance struct {
 	WebsiteFrontendURLs map[string]string `json:"website_frontend_urls"`
 	GatewayMode         string            `json:"gateway_mode"`
 	EnvStateInstanceIDs []string          `json:"env_state_instance_ids"`
-	SandboxID           string            `json:"sandbox_id"`
-	SandboxType         string            `json:"sandbox_type"`
-	SandboxIDs          map[string]any    `json:"sandbox_ids"`
+	// DBURL is the service_db database as reached from the host (no
+	// password: connections are trusted, docs/envtypes.md).
+	DBURL       string         `json:"db_url,omitempty"`
+	SandboxID   string         `json:"sandbox_id"`
+	SandboxType string         `json:"sandbox_type"`
+	SandboxIDs  map[string]any `json:"sandbox_ids"`
 	// ServerName is the gateway's MCP_SERVER_NAME (also its network alias).
 	ServerName string `json:"server_name"`
 	// ControlToken is the gateway's GATEWAY_CONTROL_TOKEN, random per
@@ -157,6 +166,9 @@ func (e *EnvInstance) ExpiresAt() time.Time {
 type server struct {
 	env *Env
 	src Source
+	// extraEnv is added to the workload's environment (a service_db's
+	// DATABASE_URL).
+	extraEnv map[string]string
 }
 
 // resolve loads the servers of an env.
@@ -180,8 +192,13 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 			}
 			members = append(members, m)
 		}
+	case TypeServiceDB:
+		// The db MCP server is the env's one server; its database is
+		// started beside it (startStateDB).
+		return []server{{env: e, src: d.Stores.source(ctx, e.DBMCPImageArtifactRef, e.BinaryArtifactRef, e.ImageName,
+			fmt.Sprintf("db MCP server of env %s v%d", e.ID, e.Version), "agent-env env service-db put --id "+e.ID)}}, nil
 	default:
-		return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "is a " + e.Type + " env; deploy an mcp_server or multi env"}
+		return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "is a " + e.Type + " env; deploy an mcp_server, multi or service_db env"}
 	}
 	out := make([]server, 0, len(members))
 	seen := map[string]bool{}
@@ -327,6 +344,9 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if err := CheckTopology(e); err != nil {
 		return nil, fmt.Errorf("env %s: %w", e.ID, err)
 	}
+	if err := checkStateRequest(e, req); err != nil {
+		return nil, err
+	}
 	if e.EnvProviderType == ProviderServer {
 		if err := checkServerRequest(req); err != nil {
 			return nil, err
@@ -351,6 +371,13 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	defer removePartial(ctx, ng.g, &err)
 	id, now, expires, g := ng.id, ng.created, ng.expires, ng.g
 	tGroup := time.Now()
+	var state *stateDB
+	if e.Type == TypeServiceDB {
+		if state, err = d.startStateDB(ctx, b, g, e, id, req, now, expires); err != nil {
+			return nil, err
+		}
+		servers[0].extraEnv = state.serverEnv(e)
+	}
 
 	serverName := e.Name
 	if serverName == "" {
@@ -365,6 +392,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		ws[i] = Workload{Name: name, Role: TypeMCPServer, Source: s.src, Port: MCPPort, PortEnv: "MCP_PORT",
 			Env: map[string]string{"MCP_HOST": "0.0.0.0", "ENVIRONMENT_NAME": name, "SERVICE_NAME": name,
 				"DATABASE_URL": "sqlite:////tmp/" + name + ".sqlite"}}
+		maps.Copy(ws[i].Env, s.extraEnv)
 	}
 	gwSrc := d.Stores.source(ctx, gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
 		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
@@ -427,6 +455,14 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
 		ServerName: serverName, ControlToken: controlToken, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
+	if state != nil {
+		mcpURL := inst.MCPURL
+		inst.DBMCPURL, inst.DBURL = &mcpURL, state.rec.DBURL
+		inst.EnvStateInstanceIDs = []string{state.rec.EnvStateInstanceID}
+		if err := state.store(ctx, d.Stores.Docs); err != nil {
+			return nil, err
+		}
+	}
 	body, _ := json.Marshal(inst)
 	if _, err := d.Stores.Docs.InsertRecord(ctx, registry.EnvInstances, id, body); err != nil {
 		return nil, fmt.Errorf("record env instance: %w", err)
@@ -678,6 +714,11 @@ func (d *Deployer) Teardown(ctx context.Context, id string) error {
 	}
 	if err := d.terminate(ctx, inst.SandboxType, inst.SandboxID); err != nil {
 		return err
+	}
+	for _, sid := range inst.EnvStateInstanceIDs {
+		if err := d.markTornDown(ctx, registry.EnvStateInstances, sid); err != nil && !errors.Is(err, registry.ErrNotFound) {
+			return err
+		}
 	}
 	return d.markTornDown(ctx, registry.EnvInstances, id)
 }

@@ -70,6 +70,14 @@ type Env struct {
 	DBImageArtifactRef    *registry.Ref
 	DBWebImageArtifactRef *registry.Ref
 	DBMCPImageArtifactRef *registry.Ref
+	// DBBinaryArtifactRef pins the static database workload binary
+	// (agentenv-postgres) the process provider runs, and DBImageName the
+	// database image as built or registered; DBWriteRoles are the roles
+	// the db MCP server lets write (DB_WRITE_ROLES). The db MCP server's
+	// own binary and image name are BinaryArtifactRef and ImageName.
+	DBBinaryArtifactRef *registry.Ref
+	DBImageName         string
+	DBWriteRoles        []string
 	// Metadata holds any JSON: the Python framework stores numbers and
 	// lists there (min_disk_size_gb: 20).
 	Metadata map[string]any
@@ -152,6 +160,10 @@ type envWire struct {
 	BinaryArtifactRef *registry.Ref `json:"binary_artifact_ref,omitempty"`
 	ImageName         string        `json:"image_name,omitempty"`
 	Source            *BuildSource  `json:"source,omitempty"`
+	// service_db, this project's own
+	DBBinaryArtifactRef *registry.Ref `json:"db_binary_artifact_ref,omitempty"`
+	DBImageName         string        `json:"db_image_name,omitempty"`
+	DBWriteRoles        []string      `json:"db_write_roles,omitempty"`
 
 	// Written by older builds of this project: read, never written.
 	OldDockerImageArtifactRef *registry.Ref  `json:"docker_image_artifact_ref,omitempty"`
@@ -173,7 +185,8 @@ func (e Env) MarshalJSON() ([]byte, error) {
 		DBWebDockerImageArtifact:    typed(e.DBWebImageArtifactRef, refDockerImage),
 		DBMCPDockerImageArtifact:    typed(e.DBMCPImageArtifactRef, refDockerImage),
 		ServiceName:                 e.ServiceName, EnvironmentName: e.EnvironmentName, EnvProviderType: e.EnvProviderType,
-		Name: e.Name, BinaryArtifactRef: e.BinaryArtifactRef, ImageName: e.ImageName, Source: e.Source}
+		Name: e.Name, BinaryArtifactRef: e.BinaryArtifactRef, ImageName: e.ImageName, Source: e.Source,
+		DBBinaryArtifactRef: e.DBBinaryArtifactRef, DBImageName: e.DBImageName, DBWriteRoles: e.DBWriteRoles}
 	if w.Metadata == nil {
 		w.Metadata = map[string]any{}
 	}
@@ -203,7 +216,8 @@ func (e *Env) UnmarshalJSON(b []byte) error {
 		MCPServerRefs:            untypedList(w.MCPServerEnvs, w.OldMCPServerRefs),
 		WebsiteEnvRefs:           untypedList(w.WebsiteEnvs, nil),
 		Name:                     w.Name, BinaryArtifactRef: w.BinaryArtifactRef, ImageName: w.ImageName,
-		Metadata: w.Metadata, Source: w.Source, Extra: extra}
+		Metadata: w.Metadata, Source: w.Source, Extra: extra,
+		DBBinaryArtifactRef: w.DBBinaryArtifactRef, DBImageName: w.DBImageName, DBWriteRoles: w.DBWriteRoles}
 	if e.EnvironmentName == "" {
 		e.EnvironmentName = e.ServiceName
 	}

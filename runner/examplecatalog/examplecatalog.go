@@ -37,6 +37,12 @@ var (
 		// that need two mailboxes.
 		"outbox": {EnvironmentName: "outbox", GoPackage: "./examples/envs/email/cmd/email-env"},
 	}
+	// ServiceDBs are service_db envs: the example db MCP server and
+	// agentenv-postgres, both built from source (envdeploy.PutServiceDB's
+	// defaults); their caller role assistant may write.
+	ServiceDBs = map[string]Example{
+		"shop-db": {EnvironmentName: "db"},
+	}
 	Agents = map[string]Example{
 		"scripted":   {GoPackage: "./examples/agents/scripted"},
 		"toolcaller": {GoPackage: "./examples/agents/toolcaller"},
@@ -59,6 +65,16 @@ func base(id string) string {
 // EnsureEnv registers env id when it is missing and names an example; it
 // does nothing when the env exists or is not an example.
 func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id string) error {
+	if ex, ok := ServiceDBs[base(id)]; ok {
+		return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
+			_, err := p.PutServiceDB(ctx, envdeploy.ServiceDBInput{ID: id, EnvironmentName: ex.EnvironmentName,
+				WriteRoles: []string{"assistant"}, Description: "example service_db env " + base(id)})
+			return err
+		}, func() error {
+			_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})
+			return err
+		})
+	}
 	ex, ok := Envs[base(id)]
 	if !ok {
 		return nil

@@ -37,6 +37,9 @@ import (
 // Binaries are the static binaries of the fixtures.
 type Binaries struct {
 	Echo, Gateway, Agent string
+	// DBEnv and Postgres are a service_db env's db MCP server and
+	// database workload (agentenv-postgres).
+	DBEnv, Postgres string
 	// Crasher exits at once with a message (a server that cannot start).
 	Crasher string
 }
@@ -101,7 +104,9 @@ func Build(t testing.TB) Binaries {
 			}
 			*dst = p
 		}
-		wg.Add(4)
+		wg.Add(6)
+		go build(&bins.DBEnv, "./examples/envs/servicedb/cmd/db-env")
+		go build(&bins.Postgres, "./images/postgres/agentenv-postgres")
 		go build(&bins.Crasher, "./runner/envdeploy/envdeploytest/crasher")
 		go build(&bins.Echo, "./examples/envs/echo/cmd/echo-env")
 		go build(&bins.Gateway, "./cmd/agentenv-gateway")

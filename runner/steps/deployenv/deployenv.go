@@ -76,8 +76,10 @@ func (c *Config) Validate() error {
 	if c.EnvVersion < 0 {
 		return runner.Invalid("env_version", "must be >= 1")
 	}
-	if c.EnvStateType != "" || c.EnvStateInstanceID != "" {
-		return runner.Invalid("env_state_type", "env state providers are a later phase")
+	switch c.EnvStateType {
+	case "", envdeploy.StatePostgres:
+	default:
+		return runner.Invalid("env_state_type", "must be %s (the state of a service_db env), got %q", envdeploy.StatePostgres, c.EnvStateType)
 	}
 	return nil
 }
@@ -87,7 +89,9 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 	if s.Deployer == nil {
 		return nil
 	}
-	if _, ok := examplecatalog.Envs[path.Base(c.EnvID)]; ok && c.EnvVersion == 0 {
+	_, isEnv := examplecatalog.Envs[path.Base(c.EnvID)]
+	_, isDB := examplecatalog.ServiceDBs[path.Base(c.EnvID)]
+	if (isEnv || isDB) && c.EnvVersion == 0 {
 		return nil // registered from source on first deploy
 	}
 	e, err := s.Deployer.Stores.GetEnv(ctx, registry.Ref{ID: c.EnvID, Version: c.EnvVersion})
@@ -96,6 +100,9 @@ func (c *Config) Preflight(ctx context.Context, s *runner.Services) []error {
 	}
 	if err := envdeploy.CheckTopology(e); err != nil {
 		return []error{fmt.Errorf("deploy_env env_id %q: %w", c.EnvID, err)}
+	}
+	if (c.EnvStateType != "" || c.EnvStateInstanceID != "") && e.Type != envdeploy.TypeServiceDB {
+		return []error{runner.Invalid("env_state_type", "env %s is a %s env; only service_db envs have a state instance", c.EnvID, e.Type)}
 	}
 	if e.EnvProviderType == envdeploy.ProviderServer && c.GatewayMode == envdeploy.ModeConsistent {
 		return []error{runner.Invalid("gateway_mode", "consistent needs a gateway; env %s deploys with the server topology (env_provider_type server), which has none", c.EnvID)}
@@ -123,7 +130,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		}
 	}
 	inst, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: c.EnvID, Version: c.EnvVersion},
-		Sandbox: spec, TTL: ttl, GatewayMode: c.GatewayMode})
+		Sandbox: spec, TTL: ttl, GatewayMode: c.GatewayMode, EnvStateType: c.EnvStateType, EnvStateInstanceID: c.EnvStateInstanceID})
 	if err != nil {
 		return fmt.Errorf("deploy env %q: %w", c.EnvID, err)
 	}
@@ -168,10 +175,14 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if topology == envdeploy.ProviderGateway {
 		maps.Copy(entry, map[string]any{
 			"gateway_url": inst.GatewayURL, "gateway_mode": inst.GatewayMode, "db_web_url": nil, "db_mcp_url": nil,
-			"website_frontend_urls": map[string]string{}, "vnc_url": nil, "env_state_instance_ids": []string{},
+			"website_frontend_urls": map[string]string{}, "vnc_url": nil, "env_state_instance_ids": inst.EnvStateInstanceIDs,
 			// A secret, kept out of the persisted and printed context.
 			gwclient.KeyControlToken: inst.ControlToken,
 		})
+	}
+	if inst.DBMCPURL != nil {
+		entry["db_mcp_url"] = *inst.DBMCPURL
+		entry["db_url"] = inst.DBURL // ours: the database from the host
 	}
 	if parsed.Name != "" {
 		entry["environment_name"] = parsed.Name

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/internal/pgserver/pgservertest"
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
 )
@@ -128,5 +129,17 @@ func TestBundleOffice(t *testing.T) {
 	t.Logf("office ran in %.1fs", rep.Runs[0].Seconds)
 	if testing.Verbose() {
 		t.Log(out)
+	}
+}
+
+// TestBundleShopDB runs the service_db example: a SQL dump loaded
+// through load_artifact, an agent writing through db_execute as its role,
+// and tool checks over the database.
+func TestBundleShopDB(t *testing.T) {
+	pgservertest.Need(t)
+	f := envsteptest.New(t)
+	rep := checkBundle(t, f, "shop-db")
+	if rep.TornDown != 2 {
+		t.Errorf("tore down %d, want the env and the agent", rep.TornDown)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -122,8 +123,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		if err != nil {
 			return fmt.Errorf("env %s server %s: %w", envID, s, err)
 		}
-		e, err := arts.PutEnvironment(ctx, id+"-"+s, artifact.EnvironmentInput{EnvironmentName: s, Filename: s + ".json",
-			ContentType: "application/json", Description: "snapshot of env " + envID + " server " + s, Body: bytes.NewReader(body)})
+		ext, ctype := exportType(parts)
+		e, err := arts.PutEnvironment(ctx, id+"-"+s, artifact.EnvironmentInput{EnvironmentName: s, Filename: s + ext,
+			ContentType: ctype, Description: "snapshot of env " + envID + " server " + s, Body: bytes.NewReader(body)})
 		if err != nil {
 			return err
 		}
@@ -139,6 +141,22 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	rc.SetMetadataEntry("env_snapshotted_universes", rc.StepID(), map[string]any{"id": u.ID, "version": u.Version})
 	return nil
+}
+
+// exportType is the file extension and content type of an export: JSON,
+// unless the server exported one file of another type (a service_db's
+// SQL dump keeps its .sql name and application/sql, and loads back as
+// such).
+func exportType(parts []protocol.Part) (string, string) {
+	if len(parts) == 1 && parts[0].Kind == protocol.PartKindFile && parts[0].File != nil && parts[0].File.MimeType != "" &&
+		parts[0].File.MimeType != "application/json" {
+		ext := path.Ext(parts[0].File.Name)
+		if ext == "" {
+			ext = ".dat"
+		}
+		return ext, parts[0].File.MimeType
+	}
+	return ".json", "application/json"
 }
 
 // ExportBody is a server's data/get export as one JSON document: its only JSON
