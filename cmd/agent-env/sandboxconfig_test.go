@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/agentenv/agentenv/internal/config"
@@ -13,6 +15,20 @@ import (
 // deployer and the task runner's providers and aliases.
 func TestSandboxProvidersMatchConfig(t *testing.T) {
 	c := newCLI(t)
+	// The kubernetes provider is built only when the config names it (it
+	// needs a cluster's address), so name one: nothing dials it here.
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u, namespace: default}}]
+current-context: x
+`)
+	cfg := filepath.Join(dir, "config.toml")
+	writeFile(t, cfg, "[sandbox.providers.kubernetes.config]\nkubeconfig = "+strconv.Quote(kubeconfig)+"\n")
+	t.Setenv("AGENT_ENV_CONFIG", cfg)
 	d := c.deps(newSyncBuffer(), newSyncBuffer())
 	ctx := context.Background()
 	st, err := d.openStores(ctx)

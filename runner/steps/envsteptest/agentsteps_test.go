@@ -37,7 +37,7 @@ func getJSON(t *testing.T, u string) map[string]any {
 func TestAgentPlacementSkillsSnapshot(t *testing.T) {
 	f := envsteptest.New(t)
 	ctx := context.Background()
-	if _, err := f.Services.Artifacts.PutFile(ctx, "place-docs", artifact.FileInput{Filename: "guide.md",
+	if _, err := f.Services.Artifacts.PutFile(ctx, "place-docs", artifact.FileInput{Filename: "GUIDE",
 		Body: strings.NewReader("# Guide\n")}); err != nil {
 		t.Fatal(err)
 	}

@@ -180,25 +180,34 @@ func (c *cluster) sandboxes() []string {
 // waitSandboxes waits until at least n sandbox folders exist.
 func (c *cluster) waitSandboxes(n int, within time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for len(c.sandboxes()) < n {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%d sandboxes after %s, want %d", len(c.sandboxes()), within, n)
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !pollUntil(within, func() bool { return len(c.sandboxes()) >= n }) {
+		c.t.Fatalf("%d sandboxes after %s, want %d", len(c.sandboxes()), within, n)
 	}
 }
 
 // waitNoSandboxes waits until every sandbox folder is gone.
 func (c *cluster) waitNoSandboxes(within time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for len(c.sandboxes()) > 0 {
-		if time.Now().After(deadline) {
-			c.t.Fatalf("sandboxes leaked: %v", c.sandboxes())
-		}
-		time.Sleep(200 * time.Millisecond)
+	if !pollUntil(within, func() bool { return len(c.sandboxes()) == 0 }) {
+		c.t.Fatalf("sandboxes leaked: %v", c.sandboxes())
 	}
+}
+
+// pollUntil checks cond every 50 ms until it holds (true) or within
+// passes (false). The sandbox folders have no event to wait on.
+func pollUntil(within time.Duration, cond func() bool) bool {
+	deadline := time.NewTimer(within)
+	defer deadline.Stop()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-deadline.C:
+			return cond()
+		case <-tick.C:
+		}
+	}
+	return true
 }
 
 // submittedIDs reads the run ids `task run --detach` printed.

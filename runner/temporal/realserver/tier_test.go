@@ -126,9 +126,8 @@ func TestKilledWorkerRunsComplete(t *testing.T) {
 		t.Fatalf("submitted %d runs, want 8", len(ids))
 	}
 	// Each worker runs 2 steps at once and 8 runs wait for them, so once
-	// 4 sandboxes exist both workers are busy: kill one.
+	// 4 sandboxes exist both workers hold runs mid-way: kill one.
 	c.waitSandboxes(4, 2*time.Minute)
-	time.Sleep(time.Second) // let the victim take its verify steps
 	victim.kill9(t)
 	for _, id := range ids {
 		out := c.waitStatus(ctx, id, "completed", "failed", "cancelled", "terminated", "timed_out")
