@@ -98,6 +98,14 @@ func TestTutorialEnvPasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOWORK", work)
+	// Workspace mode refuses -mod=mod, which CI puts in GOFLAGS.
+	var flags []string
+	for _, f := range strings.Fields(os.Getenv("GOFLAGS")) {
+		if !strings.HasPrefix(f, "-mod=") {
+			flags = append(flags, f)
+		}
+	}
+	t.Setenv("GOFLAGS", strings.Join(flags, " "))
 	rep := validateIn(t, "notes", "./cmd/notes-env", "examples/tutorial/notes")
 	if !rep.Passed {
 		t.Fatalf("notes failed: %v", rep.Error())
