@@ -23,7 +23,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -37,6 +36,7 @@ import (
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/steps/internal/agentext"
 )
 
 // Type is the step type name.
@@ -187,17 +187,9 @@ type add struct{ Name, Description, SkillMD string }
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	name := c.AgentName
-	if name == "" {
-		name = runner.DefaultAgentName
-	}
-	entry, err := rc.AgentEntry(name)
+	entry, name, err := agentext.Entry(rc, c.AgentName, protocol.URISkillConfig)
 	if err != nil {
-		return fmt.Errorf("agent_name: %w", err)
-	}
-	card, _ := json.Marshal(entry["a2a_card"])
-	if !a2aclient.Advertises(card, protocol.URISkillConfig) {
-		return fmt.Errorf("agent %q does not advertise %s", name, protocol.URISkillConfig)
+		return err
 	}
 	var adds []add
 	for i, s := range c.Skills {

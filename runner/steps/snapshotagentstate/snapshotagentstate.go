@@ -40,6 +40,7 @@ import (
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/gwclient"
+	"github.com/agentenv/agentenv/runner/steps/internal/agentext"
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 )
 
@@ -105,17 +106,9 @@ func (c *Config) Validate() error {
 
 // Run implements runner.Step.
 func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
-	name := c.AgentName
-	if name == "" {
-		name = runner.DefaultAgentName
-	}
-	entry, err := rc.AgentEntry(name)
+	entry, name, err := agentext.Entry(rc, c.AgentName, protocol.URISnapshot)
 	if err != nil {
-		return fmt.Errorf("agent_name: %w", err)
-	}
-	card, _ := json.Marshal(entry["a2a_card"])
-	if !a2aclient.Advertises(card, protocol.URISnapshot) {
-		return fmt.Errorf("agent %q does not advertise %s", name, protocol.URISnapshot)
+		return err
 	}
 	pr, err := rc.PromptResponseEntry(c.PromptID)
 	if err != nil {
