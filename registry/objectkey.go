@@ -165,3 +165,19 @@ func GuessContentType(key string) string {
 	}
 	return "application/octet-stream"
 }
+
+// CheckPut validates a Put's arguments the same way for every object
+// store: the key (ValidateKey), a non-nil reader, and nil options read as
+// the zero value, which it returns.
+func CheckPut(key string, r io.Reader, o *ObjectPutOptions) (ObjectPutOptions, error) {
+	if err := ValidateKey(key); err != nil {
+		return ObjectPutOptions{}, err
+	}
+	if r == nil {
+		return ObjectPutOptions{}, &InvalidError{Field: "reader", Value: key, Reason: "nil reader"}
+	}
+	if o == nil {
+		return ObjectPutOptions{}, nil
+	}
+	return *o, nil
+}

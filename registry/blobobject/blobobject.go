@@ -109,15 +109,9 @@ func (c *ctxReader) Read(p []byte) (int, error) {
 
 // Put streams r to key; write-once unless o.Overwrite.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.ObjectPutOptions) (registry.ObjectInfo, error) {
-	if err := registry.ValidateKey(key); err != nil {
+	opt, err := registry.CheckPut(key, r, o)
+	if err != nil {
 		return registry.ObjectInfo{}, err
-	}
-	if r == nil {
-		return registry.ObjectInfo{}, &registry.InvalidError{Field: "reader", Value: key, Reason: "nil reader"}
-	}
-	var opt registry.ObjectPutOptions
-	if o != nil {
-		opt = *o
 	}
 	if !opt.Overwrite {
 		// Fail before uploading: the conditional write below is what makes
@@ -137,7 +131,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.Ob
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	cr := &ctxReader{ctx: ctx, r: r}
-	err := s.bucket.Upload(wctx, s.opt.Prefix+key, cr, &blob.WriterOptions{
+	err = s.bucket.Upload(wctx, s.opt.Prefix+key, cr, &blob.WriterOptions{
 		ContentType:     ct,
 		ContentEncoding: opt.Encoding,
 		BufferSize:      s.opt.PartSize,

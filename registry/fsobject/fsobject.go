@@ -212,15 +212,9 @@ func (c ctxReader) Read(p []byte) (int, error) {
 
 // Put writes r under key atomically; write-once unless o.Overwrite.
 func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.ObjectPutOptions) (registry.ObjectInfo, error) {
-	if err := registry.ValidateKey(key); err != nil {
+	opt, err := registry.CheckPut(key, r, o)
+	if err != nil {
 		return registry.ObjectInfo{}, err
-	}
-	if r == nil {
-		return registry.ObjectInfo{}, &registry.InvalidError{Field: "reader", Value: key, Reason: "nil reader"}
-	}
-	var opt registry.ObjectPutOptions
-	if o != nil {
-		opt = *o
 	}
 	if err := s.noSymlink(key, key); err != nil {
 		return registry.ObjectInfo{}, err
