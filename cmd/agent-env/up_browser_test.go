@@ -193,7 +193,8 @@ func TestBrowserExplorer(t *testing.T) {
 		t.Errorf("trajectory text = %q", s)
 	}
 	do("trajectory search", chromedp.SendKeys(css(`#trajectory-search input[name="q"]`), "alice"),
-		chromedp.Submit(css(`#trajectory-search input[name="q"]`)), chromedp.WaitVisible(css(`#chat`)))
+		// The search page, not the one the form was on: it names its query.
+		chromedp.Submit(css(`#trajectory-search input[name="q"]`)), chromedp.WaitVisible(css(`#trajectory-panel[data-query="alice"] #chat`)))
 	if n := count("#chat > li"); n != 2 {
 		t.Errorf("search for alice shows %d entries; want 2", n)
 	}
