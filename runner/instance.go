@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/internal/procid"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/redact"
@@ -106,7 +107,7 @@ func MarkAbandoned(ctx context.Context, docs registry.DocumentStore, now time.Ti
 			doc["status"] = StatusAbandoned
 			doc["error"] = msg
 			doc["completed_at_utc"] = at
-			doc["rev"] = intOf(doc["rev"]) + 1
+			doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 			return nil
 		})
 		switch {
@@ -172,8 +173,8 @@ func (r *recorder) step(ctx context.Context, stepID, status string, ops Ops, tot
 		done = append(done, map[string]any{"step_id": stepID, "status": status})
 		doc["completed_steps"] = done
 		doc["current_step"] = len(done)
-		doc["journal_seq"] = intOf(doc["journal_seq"]) + 1
-		doc["rev"] = intOf(doc["rev"]) + 1
+		doc["journal_seq"] = jsonvalue.Int(doc["journal_seq"]) + 1
+		doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 		doc["attempt_epoch"] = epoch
 		if len(done) >= total && doc["status"] == StatusRunning {
 			doc["status"] = StatusCompleted
@@ -223,7 +224,7 @@ func (r *recorder) setContext(ctx context.Context, ops Ops) {
 		}
 		ops.Apply(c)
 		doc["context"] = c
-		doc["rev"] = intOf(doc["rev"]) + 1
+		doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 		return nil
 	})
 	if err != nil {
@@ -250,7 +251,7 @@ func (r *recorder) finish(ctx context.Context, status, msg string, full map[stri
 			doc["error"] = msg
 			doc["context"] = safe
 			doc["completed_at_utc"] = now
-			doc["rev"] = intOf(doc["rev"]) + 1
+			doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 			return nil
 		})
 		if err == nil || errors.Is(err, registry.ErrNoChange) {
@@ -276,7 +277,7 @@ func (r *recorder) complete(ctx context.Context) {
 		}
 		doc["status"] = StatusCompleted
 		doc["completed_at_utc"] = now
-		doc["rev"] = intOf(doc["rev"]) + 1
+		doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 		return nil
 	})
 	if err != nil && !errors.Is(err, registry.ErrNoChange) {
@@ -297,21 +298,6 @@ func normalize(v any) any {
 	return out
 }
 
-func intOf(v any) int {
-	switch n := v.(type) {
-	case json.Number:
-		i, _ := n.Int64()
-		return int(i)
-	case float64:
-		return int(n)
-	case int:
-		return n
-	case int64:
-		return int(n)
-	}
-	return 0
-}
-
 // reset rewrites the instance after a retry rolled the context back.
 func (r *recorder) reset(ctx context.Context, safe map[string]any, done []CompletedStep, span map[int]bool, steps []*StepDef, epoch int) {
 	if !r.enabled() {
@@ -330,7 +316,7 @@ func (r *recorder) reset(ctx context.Context, safe map[string]any, done []Comple
 		doc["attempt_epoch"] = epoch
 		prev, _ := normalize(doc["rerecorded_steps"]).([]any)
 		doc["rerecorded_steps"] = append(prev, rerecorded...)
-		doc["rev"] = intOf(doc["rev"]) + 1
+		doc["rev"] = jsonvalue.Int(doc["rev"]) + 1
 		return nil
 	})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 )
@@ -79,7 +80,7 @@ func newEnvCreateCLICmd(d *deps) *cobra.Command {
 				}
 				fmt.Fprintf(d.stdout, "Created cli: id=%v version=%v command_name=%v tools=%d\n", b["cli_artifact_id"], b["version"], b["command_name"], n)
 				if outDir != "" {
-					c, _, err := st.ArtifactsFor(id).WriteCLI(ctx, registry.Ref{ID: fmt.Sprint(b["cli_artifact_id"]), Version: asInt(b["version"])}, outDir)
+					c, _, err := st.ArtifactsFor(id).WriteCLI(ctx, registry.Ref{ID: fmt.Sprint(b["cli_artifact_id"]), Version: jsonvalue.Int(b["version"])}, outDir)
 					if err != nil {
 						return fmt.Errorf("--output-dir: %w", err)
 					}
@@ -99,16 +100,4 @@ func newEnvCreateCLICmd(d *deps) *cobra.Command {
 	f.StringVar(&desc, "description", "", "artifact description")
 	f.StringVar(&outDir, "output-dir", "", "also write the binary into this folder")
 	return cmd
-}
-
-// asInt reads a number kept in a run context (an int, or a float64 after
-// a JSON round trip).
-func asInt(v any) int {
-	switch n := v.(type) {
-	case int:
-		return n
-	case float64:
-		return int(n)
-	}
-	return 0
 }

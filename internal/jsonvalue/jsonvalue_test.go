@@ -116,3 +116,14 @@ func TestDumpsLikePython(t *testing.T) {
 		t.Errorf("Text(object) = %s", got)
 	}
 }
+
+func TestInt(t *testing.T) {
+	for _, c := range []struct {
+		in   any
+		want int
+	}{{3, 3}, {int64(4), 4}, {float64(5), 5}, {json.Number("6"), 6}, {json.Number("6.5"), 0}, {"7", 0}, {nil, 0}} {
+		if got := jsonvalue.Int(c.in); got != c.want {
+			t.Errorf("Int(%#v) = %d; want %d", c.in, got, c.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 
+	"github.com/agentenv/agentenv/internal/jsonvalue"
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/gwclient"
@@ -102,13 +103,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", Type, err)
 	}
-	version := 0
-	switch v := env.Entry["env_version"].(type) { // typed in a live run, float64 after a resume
-	case int:
-		version = v
-	case float64:
-		version = int(v)
-	}
+	version := jsonvalue.Int(env.Entry["env_version"]) // typed in a live run, float64 after a resume
 	desc := c.Description
 	if desc == "" {
 		desc = fmt.Sprintf("command-line client of env %s (%d tools, role %s)", c.EnvID, len(listed.Tools), role)
