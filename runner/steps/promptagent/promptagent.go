@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -407,23 +406,14 @@ func (c *Config) exchange(ctx context.Context, rc *runner.RunContext, ac *a2acli
 // level. Anything else (a 5xx, a broken connection, a body that is not a
 // trajectory) is worth a warning.
 func agentTrajectory(ctx context.Context, log *slog.Logger, ac *a2aclient.Client, taskID string) json.RawMessage {
-	st, body, err := ac.Ext(ctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": taskID})
+	tr, err := ac.Trajectory(ctx, taskID)
 	switch {
-	case err == nil && st == http.StatusNotFound:
+	case errors.Is(err, a2aclient.ErrNoTrajectory):
 		log.Debug("the agent kept no trajectory for this turn", "task_id", taskID)
-		return nil
-	case err != nil || st != http.StatusOK:
-		log.Warn("no agent trajectory", "task_id", taskID, "status", st, "error", err)
-		return nil
+	case err != nil:
+		log.Warn("no agent trajectory", "task_id", taskID, "error", err)
 	}
-	var tr struct {
-		Trajectory json.RawMessage `json:"trajectory"`
-	}
-	if err := json.Unmarshal(body, &tr); err != nil || tr.Trajectory == nil {
-		log.Warn("the agent's trajectory answer holds no trajectory", "task_id", taskID)
-		return nil
-	}
-	return tr.Trajectory
+	return tr
 }
 
 // configure sends the negotiated agent-config fields (only names the card
@@ -463,7 +453,7 @@ func (c *Config) configure(ctx context.Context, ac *a2aclient.Client, card json.
 	if len(c.ModelParams) > 0 {
 		want["model_params"] = c.ModelParams
 	}
-	return send(ctx, ac, card, want)
+	return ac.Configure(ctx, card, want)
 }
 
 func (c *Config) configureUser(ctx context.Context, ac *a2aclient.Client, card json.RawMessage) error {
@@ -476,21 +466,7 @@ func (c *Config) configureUser(ctx context.Context, ac *a2aclient.Client, card j
 		of = json.RawMessage(`{"type":"object","properties":{"message":{"type":"string"},"done":{"type":"boolean"}},"required":["message","done"]}`)
 	}
 	want["output_format"] = of
-	return send(ctx, ac, card, want)
-}
-
-func send(ctx context.Context, ac *a2aclient.Client, card json.RawMessage, want map[string]any) error {
-	supported := a2aclient.Supported(card)
-	for k := range want {
-		if !slices.Contains(supported, k) {
-			delete(want, k)
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	_, err := ac.ExtOK(ctx, http.MethodPost, protocol.AgentConfigPath, want)
-	return err
+	return ac.Configure(ctx, card, want)
 }
 
 // recordEnvStates reads each deployed env's /triggers/state (waiting up

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/internal/a2aclient"
-	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
@@ -154,17 +153,7 @@ func (c *Config) configureJudge(ctx context.Context, ac *a2aclient.Client, card 
 	if c.Effort != "" {
 		want["effort"] = c.Effort
 	}
-	supported := a2aclient.Supported(card)
-	for k := range want {
-		if !slices.Contains(supported, k) {
-			delete(want, k)
-		}
-	}
-	if len(want) == 0 {
-		return nil
-	}
-	_, err := ac.ExtOK(ctx, http.MethodPost, protocol.AgentConfigPath, want)
-	return err
+	return ac.Configure(ctx, card, want)
 }
 
 // storeJudgeTrajectory keeps the judge's own trajectory under
@@ -176,14 +165,8 @@ func (c *Config) storeJudgeTrajectory(ctx context.Context, rc *runner.RunContext
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	st, body, err := ac.Ext(cctx, http.MethodPost, protocol.AgentTrajectoryPath, map[string]any{"task_id": taskID})
-	if err != nil || st != http.StatusOK {
-		return ""
-	}
-	var tr struct {
-		Trajectory json.RawMessage `json:"trajectory"`
-	}
-	if json.Unmarshal(body, &tr) != nil || tr.Trajectory == nil {
+	traj, err := ac.Trajectory(cctx, taskID)
+	if err != nil {
 		return ""
 	}
 	key := "judge_trajectories/"
@@ -191,7 +174,7 @@ func (c *Config) storeJudgeTrajectory(ctx context.Context, rc *runner.RunContext
 		key += fmt.Sprint(inst) + "/"
 	}
 	key += "verifier_id=" + verifierID + "/trajectory.json"
-	if _, err := objs.Put(cctx, key, bytes.NewReader(tr.Trajectory), nil); err != nil {
+	if _, err := objs.Put(cctx, key, bytes.NewReader(traj), nil); err != nil {
 		rc.Logger().Warn("storing the judge trajectory failed", "key", key, "error", err)
 		return ""
 	}
