@@ -101,7 +101,9 @@ func Start(ctx context.Context, o *Options) (*Process, error) {
 		opt.StartTimeout = 30 * time.Second
 	}
 	cmd := exec.Command(opt.Binary, Args(opt)...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own group, so Stop ends the helper processes too; and killed
+	// with its parent, so a crashed owner leaves no browser behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
