@@ -41,7 +41,7 @@ func run() int {
 	}
 	opts := &gateway.Options{Logger: log}
 	// BROWSER_CDP_URL adds the computer-use tools (package gateway/browser).
-	src, err := browser.FromEnv(os.Getenv, log)
+	src, err := browser.FromEnv(os.Getenv, cfg.Websites, log)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		fmt.Fprintln(os.Stderr, "agentenv-gateway: invalid configuration:", err)

@@ -18,7 +18,7 @@ import (
 func BenchmarkScreenshot(b *testing.B) {
 	cr := startChromium(b)
 	site := website(b)
-	e := newEnv(b, cr.DevToolsURL)
+	e := newEnv(b, cr.DevToolsURL, site.URL)
 	cs := e.agent(b, "assistant")
 	call(b, cs, "browser_navigate", map[string]any{"url": site.URL + "/"})
 	call(b, cs, "browser_screenshot", nil) // warm: the first capture sets up the compositor

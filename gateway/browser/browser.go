@@ -34,6 +34,10 @@ type Options struct {
 	// SettleTimeout bounds the wait for a navigation that a click or a key
 	// started; 10 s when zero.
 	SettleTimeout time.Duration
+	// Websites maps website names to their base URLs (the gateway's
+	// WEBSITE_URLS), so browser_navigate can open {"website": name} without
+	// the agent knowing where the website runs.
+	Websites map[string]string
 	// Logger receives the source's logs; slog.Default() when nil.
 	Logger *slog.Logger
 }

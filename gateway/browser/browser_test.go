@@ -75,13 +75,13 @@ type env struct {
 	traj    string
 }
 
-func newEnv(t testing.TB, cdpURL string) *env {
+func newEnv(t testing.TB, cdpURL, siteURL string) *env {
 	t.Helper()
 	objects, err := fsobject.New(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := browser.New(cdpURL, &browser.Options{Objects: objects})
+	src, err := browser.New(cdpURL, &browser.Options{Objects: objects, Websites: map[string]string{"inbox": siteURL}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func (p page) at(t testing.TB, role, name string) map[string]any {
 func TestComputerUse(t *testing.T) {
 	cr := startChromium(t)
 	site := website(t)
-	e := newEnv(t, cr.DevToolsURL)
+	e := newEnv(t, cr.DevToolsURL, site.URL)
 	cs := e.agent(t, "assistant")
 
 	tools, err := cs.ListTools(context.Background(), nil)
@@ -196,8 +196,8 @@ func TestComputerUse(t *testing.T) {
 		t.Fatalf("after Send: %+v", p)
 	}
 
-	// Keys: Enter submits the form too.
-	call(t, cs, "browser_navigate", map[string]any{"url": site.URL + "/"})
+	// Keys: Enter submits the form too. Websites open by name.
+	call(t, cs, "browser_navigate", map[string]any{"website": "inbox", "path": "/"})
 	call(t, cs, "browser_type", map[string]any{"selector": "#reply", "text": "by key"})
 	call(t, cs, "browser_key", map[string]any{"key": "Enter"})
 	if p := read(t, cs); !strings.Contains(p.Text, "Sent: by key") {
@@ -251,13 +251,14 @@ func TestComputerUse(t *testing.T) {
 	// Bad input names the field; nothing outside http(s) opens.
 	for tool, args := range map[string]map[string]any{
 		"browser_navigate": {"url": "file:///etc/passwd"},
+		"browser_read":     {"website": "inbox"},
 		"browser_click":    {"x": 3},
 		"browser_key":      {"key": "Hyperdrive"},
 		"browser_scroll":   {"dy": "down"},
 		"browser_type":     {"selector": "#reply"},
 	} {
 		res := call(t, cs, tool, args)
-		field := map[string]string{"browser_navigate": "url", "browser_click": "x", "browser_key": "key", "browser_scroll": "dy", "browser_type": "text"}[tool]
+		field := map[string]string{"browser_read": "arguments", "browser_navigate": "url", "browser_click": "x", "browser_key": "key", "browser_scroll": "dy", "browser_type": "text"}[tool]
 		if !res.IsError || !strings.HasPrefix(text(res), field) {
 			t.Errorf("%s %v: %q, want an isError naming %s", tool, args, text(res), field)
 		}

@@ -21,6 +21,6 @@
 // store the trajectory records the image inline (subject to the
 // trajectory's field cap).
 //
-//	src, err := browser.FromEnv(os.Getenv, logger) // nil when BROWSER_CDP_URL is unset
+//	src, err := browser.FromEnv(os.Getenv, cfg.Websites, logger) // nil when BROWSER_CDP_URL is unset
 //	g, err := gateway.New(cfg, &gateway.Options{ToolSources: []gateway.ToolSource{src}})
 package browser

@@ -18,12 +18,17 @@ const (
 
 // FromEnv builds the source the environment asks for: nil (and no error)
 // when BROWSER_CDP_URL is unset, so the gateway has no browser tools.
-func FromEnv(getenv func(string) string, log *slog.Logger) (*Source, error) {
+// websites are the gateway's WEBSITE_URLS (Config.Websites), which
+// browser_navigate opens by name.
+func FromEnv(getenv func(string) string, websites []gateway.Upstream, log *slog.Logger) (*Source, error) {
 	cdp := getenv(EnvCDPURL)
 	if cdp == "" {
 		return nil, nil
 	}
-	o := &Options{Logger: log}
+	o := &Options{Logger: log, Websites: map[string]string{}}
+	for _, u := range websites {
+		o.Websites[u.Key] = u.URL
+	}
 	if dir := getenv(EnvObjectStoreDir); dir != "" {
 		st, err := fsobject.New(dir, nil)
 		if err != nil {

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -34,8 +36,8 @@ func (s *Source) Tools() []gateway.NativeTool {
 			`{"key":{"type":"string"}}`, []string{"key"}, false), Call: s.tool(s.key)},
 		{Descriptor: descriptor("browser_scroll", "Scroll the browser by dx,dy CSS pixels (positive dy scrolls down), with the mouse at x,y (the viewport centre by default).",
 			`{"dx":{"type":"number"},"dy":{"type":"number"},"x":{"type":"number"},"y":{"type":"number"}}`, nil, false), Call: s.tool(s.scroll)},
-		{Descriptor: descriptor("browser_navigate", "Open an http(s) URL in the browser and wait for it to load.",
-			`{"url":{"type":"string"}}`, []string{"url"}, false), Call: s.tool(s.navigate)},
+		{Descriptor: descriptor("browser_navigate", "Open an http(s) URL in the browser and wait for it to load; or open a website of the env by name (website, with an optional path), as list_website_urls names them.",
+			`{"url":{"type":"string"},"website":{"type":"string"},"path":{"type":"string"}}`, nil, false), Call: s.tool(s.navigate)},
 		{Descriptor: descriptor("browser_read", "Read the page: its URL, title, visible text, and the interactive elements (role, name, centre x,y) in the viewport.", `{}`, nil, true), Call: s.tool(s.read)},
 	}
 }
@@ -329,10 +331,25 @@ func (s *Source) scroll(ctx context.Context, raw json.RawMessage) (string, error
 
 func (s *Source) navigate(ctx context.Context, raw json.RawMessage) (string, error) {
 	var a struct {
-		URL string `json:"url"`
+		URL     string `json:"url"`
+		Website string `json:"website"`
+		Path    string `json:"path"`
 	}
 	if err := decodeArgs(raw, &a); err != nil {
 		return "", err
+	}
+	switch {
+	case a.Website != "" && a.URL != "":
+		return "", &argError{"url", "give url or website, not both"}
+	case a.Website != "":
+		base, ok := s.opts.Websites[a.Website]
+		if !ok {
+			names := slices.Sorted(maps.Keys(s.opts.Websites))
+			return "", &argError{"website", fmt.Sprintf("no website %q (websites: %s)", a.Website, strings.Join(names, ", "))}
+		}
+		a.URL = strings.TrimRight(base, "/") + "/" + strings.TrimLeft(a.Path, "/")
+	case a.URL == "":
+		return "", &argError{"url", "url or website is required"}
 	}
 	u, err := url.Parse(a.URL)
 	// Only web pages: file:// or chrome:// would let an agent read the
