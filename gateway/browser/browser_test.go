@@ -20,6 +20,7 @@ import (
 	"github.com/agentenv/agentenv/gateway"
 	"github.com/agentenv/agentenv/gateway/browser"
 	"github.com/agentenv/agentenv/internal/chromium"
+	"github.com/agentenv/agentenv/internal/chromium/chromiumtest"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry/fsobject"
 )
@@ -31,10 +32,8 @@ func startChromium(t testing.TB) *chromium.Process {
 	if testing.Short() {
 		t.Skip("browser test: skipped in -short")
 	}
-	if _, err := chromium.Path(); err != nil {
-		t.Skip("browser test: " + err.Error())
-	}
-	p, err := chromium.Start(context.Background(), &chromium.Options{UserDataDir: t.TempDir()})
+	bin := chromiumtest.Need(t)
+	p, err := chromium.Start(context.Background(), &chromium.Options{Binary: bin, UserDataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

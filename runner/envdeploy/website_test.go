@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentenv/agentenv/internal/chromium"
+	"github.com/agentenv/agentenv/internal/chromium/chromiumtest"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
@@ -33,9 +33,7 @@ func TestBrowserOfficeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("browser office: skipped in -short")
 	}
-	if _, err := chromium.Path(); err != nil {
-		t.Skip(err.Error())
-	}
+	chromiumtest.Need(t)
 	bins := envdeploytest.Build(t)
 	st := envdeploytest.NewStores(t)
 	ctx := context.Background()

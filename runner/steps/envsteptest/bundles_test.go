@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agentenv/agentenv/internal/chromium"
+	"github.com/agentenv/agentenv/internal/chromium/chromiumtest"
 	"github.com/agentenv/agentenv/internal/pgserver/pgservertest"
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
@@ -140,9 +140,7 @@ func TestBundleOffice(t *testing.T) {
 // webmail with the gateway's browser tools; the outcome verifier checks
 // the sent mail; the screenshots are in the object store.
 func TestBundleBrowserOffice(t *testing.T) {
-	if _, err := chromium.Path(); err != nil {
-		t.Skip(err.Error())
-	}
+	chromiumtest.Need(t)
 	f := envsteptest.New(t)
 	if f.Services.Deployer.DefaultSandbox != "process" {
 		t.Skip("the browser office runs on the process sandbox (no chromium image here)")
