@@ -71,6 +71,9 @@ type ToolResult struct {
 	ChangelogID     *int64
 	// Native is set for gateway-native tools.
 	Native bool
+	// Recorded, when non-nil, is what the trajectory records instead of
+	// Raw (NativeResult.Recorded).
+	Recorded json.RawMessage
 }
 
 // CallHandler runs a tool call. An error means the call did not produce a
@@ -271,7 +274,11 @@ func (g *Gateway) trajectoryMiddleware(next CallHandler) CallHandler {
 			}
 			resFields = append(resFields, field{"tool_call_result", capResult(errorResult(text), g.traj.maxField)})
 		default:
-			resFields = append(resFields, field{"tool_call_result", compactOrRaw(capResult(res.Raw, g.traj.maxField))})
+			recorded := res.Raw
+			if res.Recorded != nil {
+				recorded = res.Recorded
+			}
+			resFields = append(resFields, field{"tool_call_result", compactOrRaw(capResult(recorded, g.traj.maxField))})
 			if !res.Native {
 				resFields = append(resFields, field{"changelog_id", int64JSON(res.ChangelogID)})
 			}
@@ -321,11 +328,11 @@ func (g *Gateway) dispatch(ctx context.Context, call *ToolCall) (*ToolResult, er
 		return nil, &CallError{Kind: ErrUnknownTool, Tool: call.Tool}
 	}
 	if entry.native() {
-		raw, err := entry.handler(ctx, call)
+		nr, err := entry.callNative(ctx, call)
 		if err != nil {
 			return nil, &CallError{Kind: ErrNativeToolFailure, Tool: call.Tool, Detail: err.Error(), ErrorKind: "RuntimeError"}
 		}
-		return &ToolResult{Raw: raw, IsError: resultIsError(raw), Native: true}, nil
+		return &ToolResult{Raw: nr.Raw, Recorded: nr.Recorded, IsError: resultIsError(nr.Raw), Native: true}, nil
 	}
 	ch := g.children[entry.server]
 	timeout := g.opts.CallTimeout

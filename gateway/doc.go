@@ -38,6 +38,9 @@
 //     tool call never waits on disk; ids continue across restarts.
 //   - card.go, dataplane.go, proxy.go: the composed card (cached with
 //     background revalidation), /agentenv forwarding and /svc, /website.
+//   - toolsource.go: built-in sources of native tools (Options.ToolSources;
+//     gateway/browser's computer-use tools), whose results may record
+//     something else in the trajectory (a screenshot's object link).
 //   - bodies.go, trajcap.go: large calls are held once each way, and the
 //     trajectory stores at most GATEWAY_TRAJECTORY_MAX_FIELD_BYTES per value.
 //   - sessionexpiry.go, liveness.go: idle inbound sessions end, and /readyz

@@ -52,6 +52,9 @@ type Options struct {
 	// Middlewares run around every external tool call (/mcp and /step),
 	// inside the trigger hook and outside the role check, in order.
 	Middlewares []Middleware
+	// ToolSources add built-in native tools (the browser's computer-use
+	// tools); the gateway closes them on Close.
+	ToolSources []ToolSource
 	// HTTPClient is used for child MCP sessions, card fetches and the
 	// readiness wait; a pooled client when nil.
 	HTTPClient *http.Client
@@ -184,6 +187,10 @@ func New(cfg *Config, opts *Options) (*Gateway, error) {
 	if len(c.Websites) > 0 {
 		g.registerWebsiteTool()
 	}
+	if err := g.registerSources(); err != nil {
+		g.traj.close()
+		return nil, err
+	}
 
 	g.engine = triggers.New(triggerHost{g}, g.clock, g.opts.Triggers)
 	// Order of a call: the trigger hook sees every completed call (refused ones
@@ -310,6 +317,11 @@ func (g *Gateway) Close() error {
 			c.Close()
 		}
 		g.traj.close()
+		for _, s := range g.opts.ToolSources {
+			if err := s.Close(); err != nil {
+				g.log.Warn("tool source close", "source", s.Name(), "err", err)
+			}
+		}
 		if g.pg != nil {
 			g.pg.close()
 		}

@@ -24,6 +24,7 @@ type toolEntry struct {
 	annotations json.RawMessage
 	readOnly    bool
 	handler     func(ctx context.Context, call *ToolCall) (json.RawMessage, error)
+	recorded    func(ctx context.Context, call *ToolCall) (NativeResult, error)
 }
 
 func (e *toolEntry) native() bool { return e.server < 0 }
@@ -37,6 +38,9 @@ type NativeTool struct {
 	Last bool
 	// Call runs the tool and returns a CallToolResult JSON.
 	Call func(ctx context.Context, call *ToolCall) (json.RawMessage, error)
+	// CallRecorded, when set, is used instead of Call: it also says what
+	// the trajectory records in place of the result (NativeResult).
+	CallRecorded func(ctx context.Context, call *ToolCall) (NativeResult, error)
 }
 
 // serverState is the discovery state of one child.
@@ -216,7 +220,7 @@ func (r *registry) rebuildLocked() bool {
 		}
 		var d descriptorFields
 		_ = json.Unmarshal(n.Descriptor, &d)
-		e := &toolEntry{name: n.name, server: -1, childName: n.name, raw: n.Descriptor, inputSchema: d.InputSchema, annotations: d.Annotations, handler: n.Call}
+		e := &toolEntry{name: n.name, server: -1, childName: n.name, raw: n.Descriptor, inputSchema: d.InputSchema, annotations: d.Annotations, handler: n.Call, recorded: n.CallRecorded}
 		if d.Description != nil {
 			e.description = *d.Description
 		}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -18,10 +20,11 @@ func newEnvCmd(d *deps) *cobra.Command {
 	ms.AddCommand(newEnvMCPServerPutCmd(d), newEnvCreateCLICmd(d))
 	gw := &cobra.Command{Use: "gateway", Short: "The gateway env"}
 	gw.AddCommand(newEnvGatewayPutCmd(d))
-	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers behind one gateway"}
+	multi := &cobra.Command{Use: "multi", Short: "Several MCP servers (and websites) behind one gateway"}
 	multi.AddCommand(newEnvMultiPutCmd(d))
 	sdb := &cobra.Command{Use: "service-db", Short: "A PostgreSQL database behind a db MCP server"}
 	sdb.AddCommand(newEnvServiceDBPutCmd(d))
+	cmd.AddCommand(newEnvWebsiteCmds(d)...)
 	cmd.AddCommand(ms, gw, multi, sdb, newEnvDeployCmd(d), newGetInstanceCmd(d, envInstances), newTeardownCmd(d, envInstances), newEnvRoleTokenCmd(d))
 	return cmd
 }
@@ -127,6 +130,7 @@ func newEnvMultiPutCmd(d *deps) *cobra.Command {
 	f := cmd.Flags()
 	idArg(cmd, &in.ID, idSpec{noun: "env", complete: d.completeDocs(registry.Envs)})
 	f.StringArrayVar(&in.MCPServers, "mcp-server", nil, "member env id[:version] (repeatable)")
+	f.StringArrayVar(&in.Websites, "website", nil, "website env id[:version] (repeatable; the website-browser env gives the gateway its browser tools)")
 	f.StringVar(&in.Name, "name", "", "fixed gateway name (default: env + 4 random digits per deploy)")
 	f.StringVar(&in.EnvProviderType, "env-provider-type", "gateway", "gateway (a multi env always deploys behind one)")
 	f.StringVar(&in.Description, "description", "", "description")
@@ -213,6 +217,9 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 					fmt.Fprintf(d.stdout, "DB URL: %s\n", inst.DBURL)
 					fmt.Fprintf(d.stdout, "DB MCP Url: %s\n", *inst.DBMCPURL)
 					fmt.Fprintf(d.stdout, "Env State Instance ID: %s\n", strings.Join(inst.EnvStateInstanceIDs, ", "))
+				}
+				for _, name := range slices.Sorted(maps.Keys(inst.WebsiteFrontendURLs)) {
+					fmt.Fprintf(d.stdout, "Website Frontend (%s): %s\n", name, inst.WebsiteFrontendURLs[name])
 				}
 				fmt.Fprintf(d.stdout, "Expires At (UTC): %s\n", formatExpires(inst.ExpiresAt()))
 				return nil

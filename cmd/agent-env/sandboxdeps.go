@@ -13,6 +13,7 @@ import (
 	"github.com/agentenv/agentenv/internal/config"
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/registry/fsobject"
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
@@ -138,6 +139,11 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	}
 	dep := &envdeploy.Deployer{Stores: stores, Backends: backends, Persist: persist, StoreID: st.StoreID(), Out: d.stdout, Logger: d.logger(),
 		DefaultSandbox: cfg.Sandbox.Default, AgentSandbox: cfg.Sandbox.AgentDefault, AutoRegisterExamples: true}
+	// Browser screenshots go to the registry's objects when they are a
+	// folder the process provider's gateway can write.
+	if fs, ok := st.Objects.(*fsobject.Store); ok {
+		dep.ObjectStoreDir = fs.Root()
+	}
 	dep.Gateway = func(ctx context.Context) (*envdeploy.Env, error) {
 		src, err := envdeploy.GatewaySource(ctx)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/agentenv/agentenv/gateway"
+	"github.com/agentenv/agentenv/gateway/browser"
 )
 
 // Exit codes.
@@ -38,7 +39,18 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "agentenv-gateway: invalid configuration:", err)
 		return exitConfig
 	}
-	g, err := gateway.New(cfg, &gateway.Options{Logger: log})
+	opts := &gateway.Options{Logger: log}
+	// BROWSER_CDP_URL adds the computer-use tools (package gateway/browser).
+	src, err := browser.FromEnv(os.Getenv, cfg.Websites, log)
+	if err != nil {
+		log.Error("invalid configuration", "err", err)
+		fmt.Fprintln(os.Stderr, "agentenv-gateway: invalid configuration:", err)
+		return exitConfig
+	}
+	if src != nil {
+		opts.ToolSources = append(opts.ToolSources, src)
+	}
+	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		log.Error("invalid configuration", "err", err)
 		return exitConfig

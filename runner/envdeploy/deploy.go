@@ -69,6 +69,12 @@ type Deployer struct {
 	Now     func() time.Time
 	// HTTP is the client for readiness checks; nil = a 2 s-timeout client.
 	HTTP *http.Client
+	// ObjectStoreDir, when set, is the root of the registry's file object
+	// store: gateways on the process provider get it as
+	// GATEWAY_OBJECT_STORE_DIR, so browser screenshots land where the
+	// explorer reads them. Docker gateways cannot see the host folder and
+	// keep screenshots in their trajectory.
+	ObjectStoreDir string
 }
 
 func (d *Deployer) now() time.Time {
@@ -178,13 +184,7 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 	case TypeMCPServer:
 		members = []*Env{e}
 	case TypeMulti:
-		// Deploying only the MCP members would hand agents an env without
-		// the websites its tasks were written for, and its scores would
-		// look real; refuse instead until website envs deploy.
-		if len(e.WebsiteEnvRefs) > 0 {
-			return nil, &registry.InvalidError{Field: "website_envs", Value: e.WebsiteEnvRefs[0].String(),
-				Reason: "multi env " + e.ID + " lists website envs, which this build cannot deploy yet; deploy a multi env of mcp_server_envs only"}
-		}
+		// Website members are resolved by resolveWebsites.
 		for _, r := range e.MCPServerRefs {
 			m, err := d.Stores.getEnv(ctx, r)
 			if err != nil {
@@ -197,6 +197,8 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 		// started beside it (startStateDB).
 		return []server{{env: e, src: d.Stores.source(ctx, e.DBMCPImageArtifactRef, e.BinaryArtifactRef, e.ImageName,
 			fmt.Sprintf("db MCP server of env %s v%d", e.ID, e.Version), "agent-env env service-db put --id "+e.ID)}}, nil
+	case TypeWebsite:
+		return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "is a website env, which deploys inside a multi env (agent-env env multi put --website " + e.ID + ")"}
 	default:
 		return nil, &registry.InvalidError{Field: "env", Value: e.ID, Reason: "is a " + e.Type + " env; deploy an mcp_server, multi or service_db env"}
 	}
@@ -357,6 +359,10 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if err != nil {
 		return nil, err
 	}
+	sites, err := d.resolveWebsites(ctx, e, servers)
+	if err != nil {
+		return nil, err
+	}
 	gw, err := d.gatewayEnv(ctx, req.GatewayID)
 	if err != nil {
 		return nil, err
@@ -396,32 +402,46 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	gwSrc := d.Stores.source(ctx, gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
 		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
+	siteWs := make([]Workload, len(sites))
+	for i, s := range sites {
+		siteWs[i] = s.workload()
+	}
+	// internal holds the servers' URLs, then the websites'.
 	gateway := func(internal []string) (Workload, bool) {
-		return gatewayWorkload(gwSrc, serverName, mode, controlToken, names, internal)
+		w, alias := gatewayWorkload(gwSrc, serverName, mode, controlToken, names, internal[:len(ws)])
+		websiteGatewayEnv(w.Env, sites, internal[len(ws):])
+		if d.ObjectStoreDir != "" && len(sites) > 0 && b.Type() == "process" {
+			w.Env["GATEWAY_OBJECT_STORE_DIR"] = d.ObjectStoreDir
+		}
+		return w, alias
 	}
 	// The servers start in parallel; the gateway with them when the
 	// group knows their addresses beforehand (it waits for its children
 	// itself), else once they run.
 	var ep Endpoint
 	var aliasForm bool
+	var siteEps []Endpoint
 	if planner, ok := g.(AddressPlanner); ok {
-		internal := make([]string, len(ws))
-		for i, w := range ws {
+		all := append(append([]Workload(nil), ws...), siteWs...)
+		internal := make([]string, len(all))
+		for i, w := range all {
 			internal[i] = planner.InternalURL(w)
 		}
+		websiteServerEnv(siteWs, names, internal[:len(ws)])
 		var gwW Workload
 		gwW, aliasForm = gateway(internal)
-		eps, err := runAll(ctx, g, append(ws, gwW))
+		eps, err := runAll(ctx, g, append(all, gwW))
 		if err != nil {
 			return nil, err
 		}
-		for i := range ws {
+		for i := range all {
 			if eps[i].Internal != internal[i] {
-				return nil, fmt.Errorf("server %s runs at %s, not at the planned %s", names[i], eps[i].Internal, internal[i])
+				return nil, fmt.Errorf("workload %s runs at %s, not at the planned %s", all[i].Name, eps[i].Internal, internal[i])
 			}
 		}
-		ep = eps[len(ws)]
+		ep, siteEps = eps[len(all)], eps[len(ws):len(all)]
 	} else {
+		// Websites learn the servers' addresses, so they start second.
 		eps, err := runAll(ctx, g, ws)
 		if err != nil {
 			return nil, err
@@ -429,6 +449,13 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		internal := make([]string, len(eps))
 		for i, e := range eps {
 			internal[i] = e.Internal
+		}
+		websiteServerEnv(siteWs, names, internal)
+		if siteEps, err = runAll(ctx, g, siteWs); err != nil {
+			return nil, err
+		}
+		for _, e := range siteEps {
+			internal = append(internal, e.Internal)
 		}
 		var gwW Workload
 		gwW, aliasForm = gateway(internal)
@@ -442,6 +469,10 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	if err != nil {
 		return nil, err
 	}
+	frontends, err := d.waitWebsites(ctx, g, ep.Host, sites, siteEps)
+	if err != nil {
+		return nil, err
+	}
 	d.log().Debug("env deployed", "instance", id, "servers", len(servers), "group", tGroup.Sub(t0),
 		"workloads", tRun.Sub(tGroup), "ready", time.Since(tRun))
 	mcpPath := protocol.DefaultMCPPath
@@ -451,7 +482,7 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	}
 	inst = &EnvInstance{InstanceID: id, EnvID: e.ID, EnvVersion: e.Version, EnvType: e.Type, Status: StatusDeployed,
 		GatewayURL: ep.Host, MCPURL: ep.Host + mcpPath, EnvironmentCardURL: cardURL, EnvironmentCard: card,
-		EnvProviderType: ProviderGateway, WebsiteFrontendURLs: map[string]string{}, GatewayMode: mode, EnvStateInstanceIDs: []string{},
+		EnvProviderType: ProviderGateway, WebsiteFrontendURLs: frontends, GatewayMode: mode, EnvStateInstanceIDs: []string{},
 		SandboxID: g.ID(), SandboxType: b.Type(), SandboxIDs: map[string]any{"gateway": g.ID()},
 		ServerName: serverName, ControlToken: controlToken, InternalMCPURL: aliasURL(ep.Internal, serverName, aliasForm) + mcpPath, MCPServers: names,
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}

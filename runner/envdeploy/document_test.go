@@ -211,22 +211,27 @@ func TestNamespacedIDsMapToImageNames(t *testing.T) {
 	}
 }
 
-// A multi env that lists website envs is refused at deploy, naming the
-// field, instead of deploying its MCP servers alone: a run against it
-// would score an env missing the websites its tasks need.
+// A multi env whose website_envs names an env that is not a website (a
+// document the reference or a hand edit wrote) is refused at deploy,
+// naming the field and the member, before anything starts.
 func TestDeployRefusesMultiWithWebsites(t *testing.T) {
 	st := envdeploytest.NewStores(t)
 	ctx := context.Background()
-	body := `{"type":"multi","mcp_server_envs":[{"id":"mail","version":1,"type":"mcp_server"}],
-		"website_envs":[{"id":"shop","version":1,"type":"website"}]}`
-	if _, err := st.Docs.Put(ctx, registry.Envs, "office", json.RawMessage(body), nil); err != nil {
-		t.Fatal(err)
+	for id, body := range map[string]string{
+		"mail": `{"type":"mcp_server","environment_name":"mail"}`,
+		"shop": `{"type":"mcp_server","environment_name":"shop"}`,
+		"office": `{"type":"multi","mcp_server_envs":[{"id":"mail","version":1,"type":"mcp_server"}],
+		"website_envs":[{"id":"shop","version":1,"type":"website"}]}`,
+	} {
+		if _, err := st.Docs.Put(ctx, registry.Envs, id, json.RawMessage(body), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	proc := process.New(t.TempDir(), nil)
 	d := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{"process": proc}}
 	_, err := d.Deploy(ctx, envdeploy.DeployRequest{Env: registry.Ref{ID: "office"}, Sandbox: "process"})
 	if !errors.Is(err, registry.ErrInvalid) || !strings.Contains(err.Error(), "website_envs") || !strings.Contains(err.Error(), "shop") {
-		t.Fatalf("deploy of a multi env with websites: %v", err)
+		t.Fatalf("deploy of a multi env with a non-website in website_envs: %v", err)
 	}
 	if left := proc.Groups(); len(left) != 0 {
 		t.Errorf("left %v", left)

@@ -366,6 +366,7 @@ func (p *Putter) PutGateway(ctx context.Context, id string, in ImageInput) (*Env
 type MultiInput struct {
 	ID              string
 	MCPServers      []string // id or id:version
+	Websites        []string // website env ids (id or id:version); the browser is one
 	Name            string   // fixed gateway name; "" = env+4 digits per deploy
 	EnvProviderType string
 	Description     string
@@ -376,8 +377,8 @@ func (p *Putter) PutMulti(ctx context.Context, in MultiInput) (*Env, error) {
 	if err := registry.ValidateID(in.ID); err != nil {
 		return nil, err
 	}
-	if len(in.MCPServers) == 0 {
-		return nil, &registry.InvalidError{Field: "mcp_server", Reason: "at least one --mcp-server is required"}
+	if len(in.MCPServers) == 0 && len(in.Websites) == 0 {
+		return nil, &registry.InvalidError{Field: "mcp_server", Reason: "at least one --mcp-server (or --website) is required"}
 	}
 	if err := CheckTopology(&Env{Type: TypeMulti, EnvProviderType: in.EnvProviderType}); err != nil {
 		return nil, err
@@ -408,13 +409,33 @@ func (p *Putter) PutMulti(ctx context.Context, in MultiInput) (*Env, error) {
 		seen[e.EnvironmentName] = s
 		refs = append(refs, registry.Ref{ID: e.ID, Version: e.Version})
 	}
-	e := Env{ID: in.ID, Type: TypeMulti, MCPServerRefs: refs, Name: in.Name, EnvProviderType: ProviderGateway, Description: in.Description}
+	var sites []registry.Ref
+	for _, s := range in.Websites {
+		ref, err := registry.ParseRef(s)
+		if err != nil {
+			return nil, err
+		}
+		e, err := p.Stores.getEnv(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("--website %s: %w", s, err)
+		}
+		if e.Type != TypeWebsite {
+			return nil, &registry.InvalidError{Field: "website", Value: s, Reason: "is a " + e.Type + " env, not a website"}
+		}
+		if other, dup := seen[e.EnvironmentName]; dup {
+			return nil, &registry.InvalidError{Field: "website", Value: s,
+				Reason: fmt.Sprintf("environment_name %q is also used by %s", e.EnvironmentName, other)}
+		}
+		seen[e.EnvironmentName] = s
+		sites = append(sites, registry.Ref{ID: e.ID, Version: e.Version})
+	}
+	e := Env{ID: in.ID, Type: TypeMulti, MCPServerRefs: refs, WebsiteEnvRefs: sites, Name: in.Name, EnvProviderType: ProviderGateway, Description: in.Description}
 	d, err := putDoc(ctx, p.Stores.docsFor(in.ID), registry.Envs, in.ID, e)
 	if err != nil {
 		return nil, err
 	}
 	e.Version = d.Version
-	p.printf("Created MultiEnv: id=%s version=%d mcp_servers=%d", e.ID, e.Version, len(refs))
+	p.printf("Created MultiEnv: id=%s version=%d mcp_servers=%d websites=%d", e.ID, e.Version, len(refs), len(sites))
 	return &e, nil
 }
 

@@ -43,6 +43,13 @@ var (
 	ServiceDBs = map[string]Example{
 		"shop-db": {EnvironmentName: "db"},
 	}
+	// Offices are multi envs of examples: the email server, the webmail
+	// website over it (examples/websites/webmail) and the website-browser
+	// (agentenv-browser, running the host's chromium), registered as
+	// <id>-email, <id>-webmail and <id>-browser.
+	Offices = map[string]Example{
+		"browser-office": {GoPackage: "./examples/websites/webmail/cmd/webmail"},
+	}
 	Agents = map[string]Example{
 		"scripted":   {GoPackage: "./examples/agents/scripted"},
 		"toolcaller": {GoPackage: "./examples/agents/toolcaller"},
@@ -75,6 +82,14 @@ func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id string) error {
 			return err
 		})
 	}
+	if ex, ok := Offices[base(id)]; ok {
+		return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
+			return putOffice(ctx, p, id, in)
+		}, func() error {
+			_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})
+			return err
+		})
+	}
 	ex, ok := Envs[base(id)]
 	if !ok {
 		return nil
@@ -87,6 +102,26 @@ func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id string) error {
 		_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})
 		return err
 	})
+}
+
+// putOffice registers a browser office: its three members, then the
+// multi env listing them.
+func putOffice(ctx context.Context, p *envdeploy.Putter, id string, webmail envdeploy.ImageInput) error {
+	email := envdeploy.ImageInput{GoPackage: Envs["email"].GoPackage, GoDir: webmail.GoDir}
+	if _, err := p.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: id + "-email", EnvironmentName: "email", Image: email,
+		Description: "the email server of example " + base(id)}); err != nil {
+		return err
+	}
+	if _, err := p.PutWebsite(ctx, envdeploy.WebsiteInput{ID: id + "-webmail", EnvironmentName: "webmail", Image: webmail,
+		Description: "the webmail of example " + base(id)}); err != nil {
+		return err
+	}
+	if _, err := p.PutWebsiteBrowser(ctx, id+"-browser", envdeploy.ImageInput{}); err != nil {
+		return err
+	}
+	_, err := p.PutMulti(ctx, envdeploy.MultiInput{ID: id, MCPServers: []string{id + "-email"},
+		Websites: []string{id + "-webmail", id + "-browser"}, Description: "example browser office " + base(id)})
+	return err
 }
 
 // EnsureAgent registers agent id when it is missing and names an example.

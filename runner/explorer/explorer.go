@@ -153,6 +153,7 @@ func (s *Server) routes() {
 	e.GET("/run", s.pageRun)
 	e.GET("/run/panel", s.pageRunPanel)
 	e.GET("/trajectory", s.pageTrajectory)
+	e.GET("/object", s.object)
 	e.GET("/registry", s.pageRegistry)
 	e.GET("/registry/versions", s.pageVersions)
 	e.GET("/registry/diff", s.pageDiff)

@@ -50,6 +50,10 @@ type TrajectoryEntry struct {
 	Source string `json:"source,omitempty"`
 	// Raw is the entry as stored, for kinds the viewer does not know.
 	Raw json.RawMessage `json:"raw,omitempty"`
+	// Images are the object URLs of the images a result links (a
+	// browser_screenshot's resource_link); the page shows them through
+	// /object.
+	Images []string `json:"images,omitempty"`
 }
 
 // TrajectoryPage is one page of a trajectory.
@@ -273,9 +277,19 @@ func decodeEntry(i int, raw json.RawMessage) TrajectoryEntry {
 			e.Result, e.Args = shortRaw(m["tool_call_result"]), str("tool_call_event_id")
 			var r struct {
 				IsError bool `json:"isError"`
+				Content []struct {
+					Type     string `json:"type"`
+					URI      string `json:"uri"`
+					MIMEType string `json:"mimeType"`
+				} `json:"content"`
 			}
 			_ = json.Unmarshal(m["tool_call_result"], &r)
 			e.IsError = r.IsError
+			for _, c := range r.Content {
+				if c.Type == "resource_link" && strings.HasPrefix(c.MIMEType, "image/") && c.URI != "" {
+					e.Images = append(e.Images, c.URI)
+				}
+			}
 		default:
 			e.Raw = raw
 		}
@@ -319,7 +333,7 @@ func fold(items []TrajectoryEntry) []TrajectoryEntry {
 			continue
 		case e.Kind == "tool_call_result":
 			if j, ok := calls[e.Args]; ok && out[j].Result == "" {
-				out[j].Result, out[j].IsError = e.Result, e.IsError
+				out[j].Result, out[j].IsError, out[j].Images = e.Result, e.IsError, e.Images
 				if a, err1 := time.Parse(time.RFC3339Nano, out[j].Time); err1 == nil {
 					if b, err2 := time.Parse(time.RFC3339Nano, e.Time); err2 == nil {
 						ms := float64(b.Sub(a).Microseconds()) / 1000
@@ -413,4 +427,38 @@ func (s *Server) pageTrajectory(c echo.Context) error {
 		}
 	}
 	return s.render(c, http.StatusOK, "trajectory", &page{Title: "Trajectory", Nav: "runs", Data: v})
+}
+
+// ScreenshotPrefix is the object-key folder /object serves: the browser
+// tools' screenshots, and nothing else of the store.
+const ScreenshotPrefix = "screenshots/"
+
+// object serves an image a trajectory links: GET /object?url=<object URL>,
+// only under ScreenshotPrefix.
+func (s *Server) object(c echo.Context) error {
+	u := c.QueryParam("url")
+	if u == "" {
+		return echo.NewHTTPError(http.StatusBadRequest, "url: required")
+	}
+	if s.st.Objects == nil {
+		return echo.NewHTTPError(http.StatusNotFound, "no object store is configured")
+	}
+	key, err := s.st.Objects.KeyOf(u)
+	if err != nil || !strings.HasPrefix(key, ScreenshotPrefix) {
+		return echo.NewHTTPError(http.StatusBadRequest, "url: not a screenshot of this object store")
+	}
+	rc, info, err := s.st.Objects.Open(c.Request().Context(), key)
+	if errors.Is(err, registry.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound, "url: no object "+key)
+	}
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	ct := info.ContentType
+	if !strings.HasPrefix(ct, "image/") {
+		ct = "image/png"
+	}
+	c.Response().Header().Set("Cache-Control", "private, max-age=3600")
+	return c.Stream(http.StatusOK, ct, rc)
 }

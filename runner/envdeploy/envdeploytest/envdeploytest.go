@@ -42,6 +42,10 @@ type Binaries struct {
 	DBEnv, Postgres string
 	// Crasher exits at once with a message (a server that cannot start).
 	Crasher string
+	// Email, Webmail and Browser make the browser office (a multi env of
+	// the email server, the webmail website and the website-browser);
+	// Unready is a website that answers 503 forever.
+	Email, Webmail, Browser, Unready string
 }
 
 var (
@@ -104,7 +108,11 @@ func Build(t testing.TB) Binaries {
 			}
 			*dst = p
 		}
-		wg.Add(6)
+		wg.Add(10)
+		go build(&bins.Email, "./examples/envs/email/cmd/email-env")
+		go build(&bins.Webmail, "./examples/websites/webmail/cmd/webmail")
+		go build(&bins.Browser, "./images/browser/agentenv-browser")
+		go build(&bins.Unready, "./runner/envdeploy/envdeploytest/unready")
 		go build(&bins.DBEnv, "./examples/envs/servicedb/cmd/db-env")
 		go build(&bins.Postgres, "./images/postgres/agentenv-postgres")
 		go build(&bins.Crasher, "./runner/envdeploy/envdeploytest/crasher")

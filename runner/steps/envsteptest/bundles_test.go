@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentenv/agentenv/internal/chromium/chromiumtest"
 	"github.com/agentenv/agentenv/internal/pgserver/pgservertest"
 	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
@@ -135,6 +136,25 @@ func TestBundleOffice(t *testing.T) {
 // TestBundleShopDB runs the service_db example: a SQL dump loaded
 // through load_artifact, an agent writing through db_execute as its role,
 // and tool checks over the database.
+// The browser office: a scripted computer-use agent replies through the
+// webmail with the gateway's browser tools; the outcome verifier checks
+// the sent mail; the screenshots are in the object store.
+func TestBundleBrowserOffice(t *testing.T) {
+	chromiumtest.Need(t)
+	f := envsteptest.New(t)
+	if f.Services.Deployer.DefaultSandbox != "process" {
+		t.Skip("the browser office runs on the process sandbox (no chromium image here)")
+	}
+	rep := checkBundle(t, f, "browser-office")
+	if rep.TornDown != 2 {
+		t.Errorf("tore down %d, want the env and the agent", rep.TornDown)
+	}
+	shots, err := f.Services.Objects.List(context.Background(), "screenshots/")
+	if err != nil || len(shots) != 2 {
+		t.Fatalf("stored screenshots: %v %v", shots, err)
+	}
+}
+
 func TestBundleShopDB(t *testing.T) {
 	pgservertest.Need(t)
 	f := envsteptest.New(t)

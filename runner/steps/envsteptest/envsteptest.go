@@ -193,7 +193,7 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 		t.Fatal(err)
 	}
 	dep := &envdeploy.Deployer{Stores: st, Backends: map[string]envdeploy.Backend{backend.Type(): backend}, DefaultSandbox: backend.Type(),
-		AgentSandbox: backend.Type(), ReadyTimeout: 60 * time.Second}
+		AgentSandbox: backend.Type(), ReadyTimeout: 60 * time.Second, ObjectStoreDir: objs.Root()}
 	return &Fixture{
 		Runner: runner.New(&runner.Options{Steps: steps.Builtin()}),
 		Services: &runner.Services{Documents: docs, Objects: objs, Artifacts: arts, Deployer: dep,
