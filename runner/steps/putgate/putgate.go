@@ -67,6 +67,8 @@ type Gate struct {
 	// Advisory gates are reported but do not decide the put (the
 	// reference records spec conformance without enforcing it).
 	Advisory bool
+	// Skipped: the gate found nothing to check (every row skipped).
+	Skipped bool
 }
 
 // Report is the outcome of the gates; a failed Report is also the error
@@ -109,8 +111,11 @@ func (r *Report) String() string {
 			b.WriteByte('\n')
 		}
 		state := "passed"
-		if !g.Passed {
+		switch {
+		case !g.Passed:
 			state = "FAILED"
+		case g.Skipped:
+			state = "skipped"
 		}
 		if g.Advisory {
 			state += " (advisory)"
@@ -291,8 +296,11 @@ func report(kind, id string, gates, advisory []string, rc *runner.RunContext) *R
 		if !ok {
 			continue
 		}
-		g := Gate{Name: n, Passed: v.Score >= 1, Advisory: true}
+		g := Gate{Name: n, Passed: v.Score >= 1, Advisory: true, Skipped: len(v.Results) > 0}
 		for _, row := range v.Results {
+			if s, _ := row["skipped"].(bool); !s {
+				g.Skipped = false
+			}
 			if !row.Passed() {
 				j, _ := row["justification"].(string)
 				g.Problems = append(g.Problems, j)
