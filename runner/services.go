@@ -41,7 +41,13 @@ type Services struct {
 	// Deployer deploys envs and agents (deploy_env, deploy_agent); nil
 	// makes those steps fail with ErrNoStore.
 	Deployer *envdeploy.Deployer
-	Logger   *slog.Logger
+	// HumanA2AURL is the configured human endpoint base ([conversations]
+	// default_human_a2a_url, which $AGENT_ENV_HUMAN_A2A_URL overrides when
+	// the config is loaded); deploy_human_agent uses it when the step
+	// gives no a2a_url. "" means the environment variable is read
+	// directly (services built without a config).
+	HumanA2AURL string
+	Logger      *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }

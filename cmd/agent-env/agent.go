@@ -27,8 +27,8 @@ func newAgentPutCmd(d *deps) *cobra.Command {
 		Short: "Build and register an A2A agent (--go-package P | --dockerfile F [--context D] | --image-ref R)",
 		Long: "Build and register an A2A agent.\n\n" +
 			"--validate first deploys the agent on throwaway stores as a local process, runs the agent release\n" +
-			"gates (the verify_a2a_* steps) and tears it down; a failed gate refuses the put, naming each failed\n" +
-			"gate, and nothing is stored.",
+			"gates (the verify_a2a_* steps, and an install_agent into a sandbox checked by verify_a2a_install)\n" +
+			"and tears it down; a failed gate refuses the put, naming each failed gate, and nothing is stored.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.EnvVars, err = parseKV("env-var", envVars); err != nil {

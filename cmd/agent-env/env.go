@@ -54,8 +54,9 @@ func newEnvMCPServerPutCmd(d *deps) *cobra.Command {
 		Short: "Build and register an MCP server env (--go-package P | --dockerfile F [--context D] | --image-ref R)",
 		Long: "Build and register an MCP server env.\n\n" +
 			"--validate first deploys the env on throwaway stores as local processes, runs the release gates\n" +
-			"(verify_env_card, verify_env_core_protocol, verify_mcp_tool_schema, validation_gate_aggregator)\n" +
-			"and tears it down; a failed gate refuses the put, naming each failed gate, and nothing is stored.",
+			"(verify_env_card, verify_env_core_protocol, verify_mcp_tool_schema, validation_gate_aggregator,\n" +
+			"and verify_spec_conformance, reported but not enforced) and tears it down; a failed gate refuses\n" +
+			"the put, naming each failed gate, and nothing is stored.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if in.Metadata, err = parseKV("metadata", meta); err != nil {

@@ -66,6 +66,18 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		DefaultSandbox: st.defaultSandbox,
 		SandboxAliases: map[string]string{"process": lp.Type()}, // run hello --sandbox process
 		Deployer:       d.runDeployer(st, id),                   // deploy_env, deploy_agent (sandboxdeps.go)
+		HumanA2AURL:    d.humanA2AURL(),
 		Logger:         d.logger(),
 	}
+}
+
+// humanA2AURL is [conversations] default_human_a2a_url (the environment
+// variable already applied by the config loader); "" when the config
+// does not load, so the step falls back to the variable itself.
+func (d *deps) humanA2AURL() string {
+	cfg, err := d.loadConfig()
+	if err != nil {
+		return ""
+	}
+	return cfg.Conversations.DefaultHumanA2AURL
 }

@@ -297,3 +297,37 @@ func (d *Deployer) Prune(ctx context.Context, o *PruneOptions) (*PruneReport, er
 	}
 	return rep, nil
 }
+
+// RecordPlacedAgent records an agent started inside a sandbox the run
+// already owns (deploy_agent with sandbox_name, install_agent) in the
+// agent-instance store like a deployed one, so `a2a-agent instances` and
+// the explorer list it. inst names the sandbox it runs in; its
+// InstanceID, Status and times are set here. Nothing is terminated
+// through the record: the agent ends with its sandbox, after which
+// MarkPlacedAgentEnded closes the record.
+func (d *Deployer) RecordPlacedAgent(ctx context.Context, inst *AgentInstance, ttl time.Duration) error {
+	if ttl == 0 {
+		ttl = 7200 * time.Second
+	}
+	now := d.now()
+	inst.InstanceID = registry.NewInstanceID(inst.AgentID)
+	inst.Status = StatusDeployed
+	inst.CreatedAtUTC, inst.ExpiresAtUTC = now.Format(time.RFC3339), now.Add(ttl).Format(time.RFC3339)
+	if inst.EnvInstanceIDs == nil {
+		inst.EnvInstanceIDs = []string{}
+	}
+	body, err := json.Marshal(inst)
+	if err != nil {
+		return err
+	}
+	if _, err := d.Stores.Docs.InsertRecord(ctx, registry.A2AAgentInstances, inst.InstanceID, body); err != nil {
+		return fmt.Errorf("record agent instance: %w", err)
+	}
+	return nil
+}
+
+// MarkPlacedAgentEnded marks a placed agent's record torn down without
+// terminating anything (its sandbox's teardown ended it); idempotent.
+func (d *Deployer) MarkPlacedAgentEnded(ctx context.Context, id string) error {
+	return d.markTornDown(ctx, registry.A2AAgentInstances, id)
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/agentenv/agentenv/runner/steps/snapshotenv"
 	"github.com/agentenv/agentenv/runner/steps/syncenvclock"
 	"github.com/agentenv/agentenv/runner/steps/teardownsandboxes"
+	"github.com/agentenv/agentenv/runner/steps/universegates"
 	"github.com/agentenv/agentenv/runner/steps/verifysandbox"
 )
 
@@ -68,6 +69,10 @@ func Builtin() *runner.StepRegistry {
 	r.Register(envgates.EnvCoreProtocolInfo())
 	r.Register(envgates.MCPToolSchemaInfo())
 	r.Register(envgates.GateAggregatorInfo())
+	r.Register(envgates.SpecConformanceInfo())
+	r.Register(envgates.EnvAssessmentInfo())
+	r.Register(universegates.RoundtripInfo())
+	r.Register(universegates.CombineInfo())
 	r.Register(installagent.StepInfo())
 	r.Register(addskills.StepInfo())
 	r.Register(deployhumanagent.StepInfo())
@@ -75,6 +80,9 @@ func Builtin() *runner.StepRegistry {
 	r.Register(snapshotagentstate.StepInfo())
 	r.Register(buildmcpcli.StepInfo())
 	for _, i := range a2agates.Infos() {
+		r.Register(i)
+	}
+	for _, i := range a2agates.RecorderInfos() {
 		r.Register(i)
 	}
 	return r

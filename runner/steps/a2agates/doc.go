@@ -7,6 +7,10 @@
 // gate does not fail the step; an optional extension the agent does not
 // advertise gives one skipped row, not a failure.
 //
-// One Gate type serves every step: the steps differ only in their check
-// function, so each is a StepInfo line in gates.go.
+// One Gate type serves every probe step: the steps differ only in their
+// check function, so each is a StepInfo line in gates.go. Two gates
+// record instead of probing (recorders.go): verify_a2a_install reads what
+// an install_agent step started, verify_a2a_snapshot the grade of a
+// recall after a snapshot was loaded; they take the reference's fields
+// (a2a_agent_id, rubric_verifier_id, ...).
 package a2agates

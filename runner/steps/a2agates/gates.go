@@ -15,8 +15,9 @@ import (
 	"github.com/agentenv/agentenv/runner"
 )
 
-// Infos registers the agent gates built here. verify_a2a_install and
-// verify_a2a_snapshot are not among them (docs/steps.md says why).
+// Infos registers the agent gates that probe an agent themselves (all
+// with the Gate fields). verify_a2a_install and verify_a2a_snapshot,
+// which record what earlier steps exercised, are RecorderInfos.
 func Infos() []runner.StepInfo {
 	return []runner.StepInfo{
 		info("verify_a2a_agent_card", checkCard),

@@ -300,7 +300,12 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		"network_policy": np, "on_host": isHosted, "a2a_agent_id": ai.AgentID, "a2a_agent_version": ai.AgentVersion,
 		"env_ids": c.EnvIDs, "deploy_step_id": rc.StepID()}
 	if placed {
-		entry["instance_id"] = nil
+		ai.EnvInstanceIDs = instances
+		id, err := agentplace.Record(ctx, rc, ai, ttl)
+		if err != nil {
+			return fail(err)
+		}
+		entry["instance_id"] = id
 		entry["sandbox_name"] = c.SandboxName
 	}
 	if err := rc.AddAgentEntry(entry); err != nil {
@@ -376,9 +381,9 @@ func asHTTP(err error, he **a2aclient.HTTPError) bool {
 const PlacementPort = 8000
 
 // place starts the agent's binary on the VM-mode sandbox sandbox_name
-// (listening on PlacementPort) and waits for its card. Nothing is
-// recorded in the agent-instance store: the agent lives and ends with the
-// sandbox, which deploy_sandbox holds for teardown.
+// (listening on PlacementPort) and waits for its card. The agent lives
+// and ends with the sandbox, which deploy_sandbox holds for teardown; Run
+// records it in the agent-instance store (agentplace.Record).
 func (c *Config) place(ctx context.Context, rc *runner.RunContext, name, agentID string, version int, env map[string]string) (*envdeploy.AgentInstance, error) {
 	d := rc.Services().Deployer
 	ds, sb, err := rc.Sandbox(ctx, c.SandboxName)

@@ -7,9 +7,10 @@
 // The card is fetched best effort (5 s): a human endpoint may serve none,
 // and a peer needs only a name and a URL, so a missing card becomes a
 // synthesized one. Only one human agent may be registered per run.
-// Without a2a_url the run's default human endpoint
-// ($AGENT_ENV_HUMAN_A2A_URL) is used, scoped to the run by
-// /instance/<instance_id> so the endpoint can tell runs apart.
+// Without a2a_url the run's default human endpoint is used — the config's
+// [conversations] default_human_a2a_url (Services.HumanA2AURL), else
+// $AGENT_ENV_HUMAN_A2A_URL — scoped to the run by /instance/<instance_id>
+// so the endpoint can tell runs apart.
 package deployhumanagent
 
 import (
@@ -100,12 +101,15 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	u := c.A2AURL
 	if u == "" {
-		base := os.Getenv(EnvHumanA2AURL)
+		base, from := rc.Services().HumanA2AURL, "[conversations] default_human_a2a_url"
+		if base == "" {
+			base, from = os.Getenv(EnvHumanA2AURL), EnvHumanA2AURL
+		}
 		if base == "" {
 			return fmt.Errorf("a2a_url: no human endpoint: give a2a_url or set %s ([conversations] default_human_a2a_url)", EnvHumanA2AURL)
 		}
 		if err := checkURL(base); err != nil {
-			return fmt.Errorf("%s: %w", EnvHumanA2AURL, err)
+			return fmt.Errorf("%s: %w", from, err)
 		}
 		u = strings.TrimRight(base, "/")
 		if inst, ok := rc.Metadata("instance_id"); ok && fmt.Sprint(inst) != "" {

@@ -12,8 +12,10 @@ const TypeGateAggregator = "validation_gate_aggregator"
 
 // DefaultRequiredGates are the gates required when required_gates is
 // empty. The reference requires mcp_tool_schema and mcp_tool_correctness;
-// the latter's step (verify_mcp_env_assessment) is not built here, so the
-// default is the gates this package builds.
+// the latter (verify_mcp_env_assessment) grades a model-driven agent's use
+// of the tools, which a put --validate cannot run without a model, so the
+// default is the card, protocol and schema gates. spec_conformance is
+// record-only by default, as in the reference.
 var DefaultRequiredGates = []string{GateEnvCard, GateEnvProtocol, GateMCPToolSchema}
 
 // GateAggregatorInfo registers validation_gate_aggregator.

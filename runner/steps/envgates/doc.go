@@ -1,5 +1,6 @@
 // Package envgates holds the env release gates: verify_env_card,
-// verify_env_core_protocol, verify_mcp_tool_schema and
+// verify_env_core_protocol, verify_mcp_tool_schema,
+// verify_spec_conformance, verify_mcp_env_assessment and
 // validation_gate_aggregator. Each gate checks a deployed env and records
 // a verdict: metadata.verifications[<gate>] (score 1 when it passed, one
 // row per problem) plus the reference's metadata key for its details. The

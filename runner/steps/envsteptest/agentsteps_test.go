@@ -10,6 +10,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/registry/artifact"
+	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/steps/envsteptest"
 )
 
@@ -58,11 +59,20 @@ func TestAgentPlacementSkillsSnapshot(t *testing.T) {
 	box, _ := rc.EntrySandboxID("deployed_sandboxes", "sandbox_name", "box")
 	solver, _ := rc.AgentEntry("solver")
 	helper, _ := rc.AgentEntry("helper")
-	if solver["sandbox_id"] != box || solver["sandbox_name"] != "box" || solver["on_host"] != false || solver["instance_id"] != nil {
+	if solver["sandbox_id"] != box || solver["sandbox_name"] != "box" || solver["on_host"] != false {
 		t.Errorf("solver entry %s", asJSON(solver))
 	}
 	if helper["sandbox_id"] != box || helper["on_host"] != true || helper["a2a_agent_id"] != "scripted" || helper["api_url"] == solver["api_url"] {
 		t.Errorf("helper entry %s", asJSON(helper))
+	}
+	// Placed and installed agents are recorded like deployed ones, in the
+	// sandbox they run in.
+	for _, e := range []map[string]any{solver, helper} {
+		id, _ := e["instance_id"].(string)
+		inst, err := f.Services.Deployer.GetAgentInstance(ctx, id)
+		if err != nil || inst.Status != envdeploy.StatusDeployed || inst.SandboxID != box || inst.APIURL != e["api_url"] || inst.AgentID != "scripted" {
+			t.Errorf("agent instance %q of %v: %+v %v", id, e["agent_name"], inst, err)
+		}
 	}
 	if card := getJSON(t, helper["api_url"].(string)+"/.well-known/agent.json"); card["name"] != "scripted" {
 		t.Errorf("helper card %v", card)
@@ -112,6 +122,16 @@ func TestAgentPlacementSkillsSnapshot(t *testing.T) {
 	}
 	if j, _ := rc.Metadata("snapshot_json_url"); !strings.Contains(asJSON(j), "email") {
 		t.Errorf("snapshot_json_url %v", j)
+	}
+	// The run's teardown closes their records.
+	if _, err := f.Runner.TeardownRun(ctx, rc, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []map[string]any{solver, helper} {
+		id, _ := e["instance_id"].(string)
+		if inst, err := f.Services.Deployer.GetAgentInstance(ctx, id); err != nil || inst.Status != envdeploy.StatusTornDown {
+			t.Errorf("agent instance %q after teardown: %+v %v", id, inst, err)
+		}
 	}
 }
 

@@ -104,3 +104,39 @@ func TestBuildMCPCLI(t *testing.T) {
 		t.Errorf("read unknown id: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestCLIInstalledForSkills: load_artifact gives build_mcp_cli's cli
+// artifact to an agent (its files under /app/.agentenv/clis/<command>,
+// the entrypoint executable) and records metadata.installed_clis, which
+// add_skills' cli_artifact_ids turns into a skill pointing at it.
+func TestCLIInstalledForSkills(t *testing.T) {
+	f := envsteptest.New(t)
+	rc, _, err := f.Run(t, `[{"id":"env","type":"deploy_env","env_id":"email","ttl_seconds":600},
+	 {"id":"cli","type":"build_mcp_cli","env_id":"email","command_name":"mail"},
+	 {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm","exposed_ports":[8000]},
+	 {"id":"agent","type":"deploy_agent","a2a_agent_id":"scripted","sandbox_name":"box","env_ids":["email"]},
+	 {"id":"give","type":"load_artifact","agent_name":"default-agent","artifact_id":"email-cli"},
+	 {"id":"skills","type":"add_skills","cli_artifact_ids":["email-cli"]}]`, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clis, _ := rc.Metadata("installed_clis")
+	e, _ := clis.(map[string]any)["default-agent"].(map[string]any)["email-cli"].(map[string]any)
+	install, _ := e["install_path"].(string)
+	if e["command_name"] != "mail" || !strings.HasPrefix(install, "/app/.agentenv/clis/mail/") {
+		t.Fatalf("installed_clis %s", asJSON(clis))
+	}
+	_, sb, err := rc.Sandbox(context.Background(), "box")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sb.Exec(context.Background(), []string{install, "help"}, nil)
+	if err != nil || res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "email_send_message") {
+		t.Errorf("installed cli help: %+v %v", res, err)
+	}
+	agent, _ := rc.AgentEntry("default-agent")
+	skills := getJSON(t, agent["api_url"].(string)+"/ext/skill-config")["skills"].(map[string]any)
+	if skills["mail-cli"] == nil {
+		t.Errorf("skills %s lack mail-cli", asJSON(skills))
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/examplecatalog"
 	"github.com/agentenv/agentenv/runner/steps/dockercontainer"
 	"github.com/agentenv/agentenv/runner/steps/internal/agentplace"
@@ -156,8 +157,15 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	}
 	var cardv any
 	_ = json.Unmarshal(card, &cardv)
+	// Recorded like a deployed agent; it ends with its sandbox or container.
+	inst := &envdeploy.AgentInstance{AgentID: a.ID, AgentVersion: a.Version, AgentName: name, APIURL: url, A2AURL: url + "/",
+		SandboxID: ds.SandboxID, SandboxType: ds.SandboxType, AgentCard: card}
+	instID, err := agentplace.Record(ctx, rc, inst, 0)
+	if err != nil {
+		return fmt.Errorf("install agent %q: %w", name, err)
+	}
 	entry := map[string]any{"agent_name": name, "api_url": url, "a2a_url": url, "a2a_card": cardv,
-		"sandbox_id": ds.SandboxID, "sandbox_type": ds.SandboxType, "instance_id": nil, "role": nil,
+		"sandbox_id": ds.SandboxID, "sandbox_type": ds.SandboxType, "instance_id": instID, "role": nil,
 		"network_policy": ds.NetworkPolicy, "on_host": c.ContainerName == "",
 		"a2a_agent_id": a.ID, "a2a_agent_version": a.Version, "deploy_step_id": rc.StepID()}
 	if c.ContainerName != "" {

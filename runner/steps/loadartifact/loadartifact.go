@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -295,6 +296,16 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		return fmt.Errorf("load_artifact: %w", err)
 	}
 	for _, ref := range c.refs() {
+		d, err := arts.Get(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if d.Type == artifact.TypeCLI {
+			if err := c.installCLI(ctx, rc, arts, d.Ref(), sb); err != nil {
+				return err
+			}
+			continue
+		}
 		entry, err := loadArtifact(ctx, arts, ref, sb, dest)
 		if err != nil {
 			return err
@@ -386,9 +397,81 @@ func loadArtifact(ctx context.Context, arts *artifact.Store, ref registry.Ref, s
 	return map[string]any{"id": d.ID, "version": d.Version, "type": d.Type, "destination_path": dest, "files": files}, nil
 }
 
+// CLIDir is where a cli artifact is installed when destination_path is
+// not given: <CLIDir>/<command name>/ holds its files. It is under /app,
+// the work folder every sandbox kind maps (the local sandbox runs
+// /app paths from its host folder).
+const CLIDir = "/app/.agentenv/clis"
+
+// installCLI writes a cli artifact's files into the sandbox (its
+// entrypoint executable) and, for an agent, records
+// metadata.installed_clis[<agent>][<cli id>] = {command_name,
+// install_path, version}: what add_skills' cli_artifact_ids point the
+// agent at.
+func (c *Config) installCLI(ctx context.Context, rc *runner.RunContext, arts *artifact.Store, ref registry.Ref, sb sandbox.Sandbox) error {
+	cli, err := arts.GetCLI(ctx, ref)
+	if err != nil {
+		return err
+	}
+	files := registry.Ref{ID: cli.CLIFilesID}
+	if cli.CLIFilesRef != nil {
+		files = *cli.CLIFilesRef
+	}
+	u, err := arts.GetUniverse(ctx, files)
+	if err != nil {
+		return fmt.Errorf("cli %s: %w", cli.Ref(), err)
+	}
+	dest := c.DestinationPath
+	if dest == "" {
+		dest = path.Join(CLIDir, cli.CommandName)
+	}
+	names := make([]string, 0, len(u.FileArtifactRefs))
+	for name := range u.FileArtifactRefs {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		mode := os.FileMode(0o644)
+		if name == cli.Entrypoint {
+			mode = 0o755
+		}
+		if _, err := copyFileMode(ctx, arts, u.FileArtifactRefs[name], sb, dest, name, mode); err != nil {
+			return fmt.Errorf("cli %s member %q: %w", cli.Ref(), name, err)
+		}
+	}
+	install := path.Join(dest, cli.Entrypoint)
+	entry := map[string]any{"command_name": cli.CommandName, "install_path": install, "version": cli.Version,
+		"sandbox_id": sb.ID(), "step_id": rc.StepID()}
+	if c.SandboxName == "" && c.AgentName != "" {
+		rc.SetMetadataEntry("installed_clis", c.AgentName, mergeCLI(rc, c.AgentName, cli.ID, entry))
+	}
+	rc.Logger().Info("cli installed", "cli", cli.Ref().String(), "install_path", install, "agent_name", c.AgentName)
+	return nil
+}
+
+// mergeCLI is the agent's installed_clis map with id set to entry.
+func mergeCLI(rc *runner.RunContext, agent, id string, entry map[string]any) map[string]any {
+	out := map[string]any{}
+	if v, ok := rc.Metadata("installed_clis"); ok {
+		all, _ := v.(map[string]any)
+		if m, ok := all[agent].(map[string]any); ok {
+			for k, e := range m {
+				out[k] = e
+			}
+		}
+	}
+	out[id] = entry
+	return out
+}
+
 // copyFile writes one file artifact to dest/<name> (name "" = its own
 // filename) in the sandbox and returns the name used.
 func copyFile(ctx context.Context, arts *artifact.Store, ref registry.Ref, sb sandbox.Sandbox, dest, name string) (string, error) {
+	return copyFileMode(ctx, arts, ref, sb, dest, name, 0o644)
+}
+
+// copyFileMode is copyFile with the file's mode.
+func copyFileMode(ctx context.Context, arts *artifact.Store, ref registry.Ref, sb sandbox.Sandbox, dest, name string, mode os.FileMode) (string, error) {
 	r, f, err := arts.OpenFile(ctx, ref)
 	if err != nil {
 		return "", err
@@ -402,7 +485,7 @@ func copyFile(ctx context.Context, arts *artifact.Store, ref registry.Ref, sb sa
 		return "", fmt.Errorf("file artifact %s: filename %q escapes the destination", f.Ref(), name)
 	}
 	to := path.Join(dest, clean)
-	if err := sb.WriteFile(ctx, to, r, 0o644); err != nil {
+	if err := sb.WriteFile(ctx, to, r, mode); err != nil {
 		return "", fmt.Errorf("file artifact %s into %s: %w", f.Ref(), to, err)
 	}
 	return name, nil

@@ -52,7 +52,8 @@ func TestExampleEnvPasses(t *testing.T) {
 	if !rep.Passed {
 		t.Fatalf("echo failed: %v", rep.Error())
 	}
-	if s := rep.String(); !strings.Contains(s, "gate mcp_tool_schema: passed") || !strings.Contains(s, "gate environment_card: passed") {
+	if s := rep.String(); !strings.Contains(s, "gate mcp_tool_schema: passed") || !strings.Contains(s, "gate environment_card: passed") ||
+		!strings.Contains(s, "gate spec_conformance: skipped (advisory)") {
 		t.Errorf("summary %q", s)
 	}
 }
@@ -73,6 +74,13 @@ func TestBrokenEnvFails(t *testing.T) {
 	}
 	if strings.Contains(msg, "environment_card") || strings.Contains(msg, "environment_protocol") {
 		t.Errorf("report names a passing gate:\n%s", msg)
+	}
+	// Its OpenAPI document drifts from its tool: reported, not enforced.
+	for _, want := range []string{"gate spec_conformance: FAILED (advisory, not enforced)", "missing_tool delete",
+		"type_mismatch broken_search"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("report lacks %q:\n%s", want, msg)
+		}
 	}
 }
 
@@ -132,7 +140,8 @@ func TestExampleAgentPasses(t *testing.T) {
 	if !rep.Passed {
 		t.Fatalf("scripted failed: %v", rep.Error())
 	}
-	if s := rep.String(); !strings.Contains(s, "gate a2a_core_protocol: passed") || !strings.Contains(s, "gate a2a_agent_card: passed") {
+	if s := rep.String(); !strings.Contains(s, "gate a2a_core_protocol: passed") || !strings.Contains(s, "gate a2a_agent_card: passed") ||
+		!strings.Contains(s, "gate a2a_install: passed") {
 		t.Errorf("summary %q", s)
 	}
 }
@@ -150,7 +159,7 @@ func TestBrokenAgentFails(t *testing.T) {
 		"gate a2a_agent_card: FAILED", "card field description is missing",
 		"gate a2a_modalities: FAILED", "defaultOutputModes [image/png] lacks text",
 		"gate a2a_core_protocol: FAILED", "gate a2a_agent_config_identity: FAILED", "gate a2a_role: FAILED",
-		"gate a2a_agent_mcp: FAILED", "gate a2a_trajectory: FAILED"} {
+		"gate a2a_agent_mcp: FAILED", "gate a2a_trajectory: FAILED", "gate a2a_install: FAILED"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("report lacks %q:\n%s", want, msg)
 		}

@@ -30,6 +30,7 @@ import (
 
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
@@ -174,4 +175,21 @@ func ModelEndpoint(rc *runner.RunContext, stepBase string) (base, key string) {
 		key = os.Getenv("LITELLM_API_KEY")
 	}
 	return base, key
+}
+
+// Record files a placed agent in the agent-instance store
+// (envdeploy.Deployer.RecordPlacedAgent) and holds a handle whose
+// teardown closes the record when the run's sandboxes are torn down: the
+// agent itself ends with its sandbox. It returns the instance id.
+func Record(ctx context.Context, rc *runner.RunContext, inst *envdeploy.AgentInstance, ttl time.Duration) (string, error) {
+	d := rc.Services().Deployer
+	if err := d.RecordPlacedAgent(ctx, inst, ttl); err != nil {
+		return "", err
+	}
+	id := inst.InstanceID
+	// The handle's id is the instance's own, so it never shadows the
+	// sandbox the agent runs in.
+	rc.HoldSandbox(&runner.InstanceSandbox{SandboxID: id, SandboxType: inst.SandboxType, Kind: "agent", InstanceID: id,
+		TerminateFunc: func(ctx context.Context) error { return d.MarkPlacedAgentEnded(ctx, id) }})
+	return id, nil
 }
