@@ -3,6 +3,7 @@ package envdeploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/internal/pgserver"
@@ -221,7 +223,12 @@ func (d *Deployer) startStateDB(ctx context.Context, b Backend, g Group, e *Env,
 	}
 	if err := d.poll(ctx, g, "database", w.Name, s.rec.DBURL, timeout, func(ctx context.Context) (bool, string, error) {
 		if err := pgserver.Ping(ctx, host); err != nil {
-			return false, "not accepting sessions yet", nil
+			// A refused login will not heal by waiting: fail now with
+			// the database's words instead of at the timeout.
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28") {
+				return false, "", fmt.Errorf("database %s refuses the session: %w", w.Name, err)
+			}
+			return false, "not accepting sessions yet: " + err.Error(), nil
 		}
 		return true, "", nil
 	}); err != nil {
