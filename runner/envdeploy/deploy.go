@@ -213,6 +213,16 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 	return out, nil
 }
 
+// SandboxType is the type of the backend a deploy on spec ("" = the
+// default) would use now, or "" when none answers.
+func (d *Deployer) SandboxType(ctx context.Context, spec string) string {
+	b, err := d.pick(ctx, spec, d.DefaultSandbox)
+	if err != nil {
+		return ""
+	}
+	return b.Type()
+}
+
 // pick returns the first backend of spec that answers.
 func (d *Deployer) pick(ctx context.Context, spec, def string) (Backend, error) {
 	if spec == "" {
@@ -397,7 +407,12 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 	gwSrc := d.Stores.source(ctx, gw.DockerImageArtifactRef, gw.BinaryArtifactRef, gw.ImageName,
 		"gateway env "+gw.ID, "agent-env env gateway put --id "+gw.ID)
 	gateway := func(internal []string) (Workload, bool) {
-		return gatewayWorkload(gwSrc, serverName, mode, controlToken, names, internal)
+		w, alias := gatewayWorkload(gwSrc, serverName, mode, controlToken, names, internal)
+		if state != nil {
+			// The db server's web console, proxied like a website.
+			w.Env["WEBSITE_URLS"] = names[0] + "=" + internal[0] + DBConsolePath
+		}
+		return w, alias
 	}
 	// The servers start in parallel; the gateway with them when the
 	// group knows their addresses beforehand (it waits for its children
@@ -457,7 +472,8 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
 	if state != nil {
 		mcpURL := inst.MCPURL
-		inst.DBMCPURL, inst.DBURL = &mcpURL, state.rec.DBURL
+		webURL := ep.Host + "/website/" + names[0] + "/"
+		inst.DBMCPURL, inst.DBURL, inst.DBWebURL = &mcpURL, state.rec.DBURL, &webURL
 		inst.EnvStateInstanceIDs = []string{state.rec.EnvStateInstanceID}
 		if err := state.store(ctx, d.Stores.Docs); err != nil {
 			return nil, err

@@ -25,6 +25,10 @@ const (
 	StatePostgres = "postgres"
 	// DBPort is the database workload's port inside a group.
 	DBPort = 5432
+	// DBConsolePath is where the db MCP server serves its read-only web
+	// console (the example db server does); the gateway proxies it as the
+	// website named after the server, which is the instance's db_web_url.
+	DBConsolePath = "/console/"
 )
 
 // The Go packages of this module a service_db env is built from by

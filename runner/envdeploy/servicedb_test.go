@@ -2,6 +2,8 @@ package envdeploy_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +79,13 @@ func TestServiceDBProcess(t *testing.T) {
 	if err := srv.AddData(ctx, []protocol.Part{protocol.FilePart(protocol.FileContent{Name: "shop.sql", Bytes: []byte(dump)})}); err != nil {
 		t.Fatal(err)
 	}
+	// The db web console, through the gateway's website proxy.
+	if inst.DBWebURL == nil || !strings.HasPrefix(*inst.DBWebURL, inst.GatewayURL+"/website/db/") {
+		t.Fatalf("db_web_url %v", inst.DBWebURL)
+	}
+	if body := getBody(t, *inst.DBWebURL+"table?name=items"); !strings.Contains(body, "<td>ink</td>") {
+		t.Fatalf("console table page:\n%s", body)
+	}
 	// A bad dump fails with its line and leaves the data.
 	if err := srv.ResetData(ctx); err != nil {
 		t.Fatal(err)
@@ -119,4 +128,19 @@ func TestServiceDBProcess(t *testing.T) {
 	if left := proc.Groups(); len(left) != 0 {
 		t.Errorf("left %v", left)
 	}
+}
+
+// getBody GETs u and returns its body, failing t unless the answer is 200.
+func getBody(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+	return string(b)
 }
