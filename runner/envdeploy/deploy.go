@@ -411,6 +411,8 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		if state != nil {
 			// The db server's web console, proxied like a website.
 			w.Env["WEBSITE_URLS"] = names[0] + "=" + internal[0] + DBConsolePath
+			// changelog_id of each call: MAX(id) of the db server's _changelog.
+			w.Env["SERVICE_DB_URL"] = state.rec.InternalDBURL
 		}
 		return w, alias
 	}

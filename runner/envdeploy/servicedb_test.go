@@ -86,6 +86,16 @@ func TestServiceDBProcess(t *testing.T) {
 	if body := getBody(t, *inst.DBWebURL+"table?name=items"); !strings.Contains(body, "<td>ink</td>") {
 		t.Fatalf("console table page:\n%s", body)
 	}
+	// The db server's changelog: an agent's write is a change with an id,
+	// which the gateway reports as the call's changelog_id.
+	var step struct {
+		IsError     bool   `json:"isError"`
+		ChangelogID *int64 `json:"changelog_id"`
+	}
+	if err := gw.Do(ctx, http.MethodPost, "/step", "admin", map[string]any{"action": "call_tool", "tool_name": "db_execute",
+		"arguments": map[string]any{"sql": "UPDATE items SET name = 'pen' WHERE id = 1"}}, &step); err != nil || step.IsError || step.ChangelogID == nil || *step.ChangelogID != 1 {
+		t.Fatalf("db_execute as admin: %+v %v", step, err)
+	}
 	// A bad dump fails with its line and leaves the data.
 	if err := srv.ResetData(ctx); err != nil {
 		t.Fatal(err)

@@ -53,6 +53,9 @@ type DB struct {
 	opts    Options
 	mu      sync.Mutex // serialises data plane calls and the pending reset
 	pending bool       // data/reset received, not applied yet
+	// changelog is set once InstallChangelog succeeded: a reset then
+	// installs it again in the emptied schema.
+	changelog bool
 }
 
 // New returns the db env server over pool.
@@ -95,7 +98,7 @@ func (db *DB) listTables(ctx context.Context, _ *envsdk.Request, _ NoInput) (Tab
 // tables lists the base tables of the public schema, by name.
 func (db *DB) tables(ctx context.Context) ([]string, error) {
 	rows, err := db.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> $1 ORDER BY table_name`, ChangelogTable)
 	if err != nil {
 		return nil, err
 	}
