@@ -1,6 +1,7 @@
 package docker_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/agentenv/agentenv/internal/pgserver/pgservertest"
@@ -14,7 +15,15 @@ import (
 // agent writes through db_execute, and the tool checks pass.
 func TestBundleShopDBDocker(t *testing.T) {
 	pgservertest.Need(t)
+	p := engine(t)
+	t.Cleanup(func() { p.Close() })
 	f := envsteptest.NewOn(t, "docker")
+	// The fixture's images (its own repository prefix) go with the test.
+	ref, err := f.Putter.Stores.Images.Ref("x", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeImagesUnder(t, p, strings.TrimSuffix(ref, "x:v1")) })
 	rep, out := f.RunBundle(t, "shop-db", "docker")
 	if rep.Failed() {
 		t.Fatalf("shop-db failed:\n%s", out)
