@@ -171,6 +171,8 @@ func (s *Server) assemble() (*built, []error) {
 		)
 		mux.Handle(s.opts.MCPPath, s.limitBody(s.unknownTools(b.tools, b.mcp)))
 	}
+	errs = append(errs, s.mountPages(mux, []string{s.opts.MCPPath, protocol.DataPlanePath, protocol.EnvCardPath,
+		protocol.ReadyPath, InterfaceManifestPath, protocol.ExtensionPathPrefix})...)
 	b.handler = mux
 	return b, errs
 }

@@ -80,6 +80,7 @@ type Server struct {
 	clockOn  bool
 	// manifests are served by ServeInterfaceManifests when not nil.
 	manifests map[string]json.RawMessage
+	pages     []pageReg
 	built     *built
 	dataMu    sync.Mutex // data-plane calls run one at a time
 	clock     clockState

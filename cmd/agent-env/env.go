@@ -217,6 +217,9 @@ func newEnvDeployCmd(d *deps) *cobra.Command {
 				if inst.DBURL != "" {
 					fmt.Fprintf(d.stdout, "DB URL: %s\n", inst.DBURL)
 					fmt.Fprintf(d.stdout, "DB MCP Url: %s\n", *inst.DBMCPURL)
+					if inst.DBWebURL != nil {
+						fmt.Fprintf(d.stdout, "Env DB Web Url: %s\n", *inst.DBWebURL)
+					}
 					fmt.Fprintf(d.stdout, "Env State Instance ID: %s\n", strings.Join(inst.EnvStateInstanceIDs, ", "))
 				}
 				for _, name := range slices.Sorted(maps.Keys(inst.WebsiteFrontendURLs)) {

@@ -126,7 +126,7 @@ func Start(ctx context.Context, o *Options) (s *Server, err error) {
 			return nil, fmt.Errorf("pgserver: hand the data folder to the postgres user: %w", err)
 		}
 	}
-	if err := initdb(ctx, opts.BinDir, s.dataDir, cred); err != nil {
+	if err := initdb(ctx, opts.BinDir, s.dataDir, opts.Listen, cred); err != nil {
 		return nil, err
 	}
 	// The socket goes into the data folder: /var/run/postgresql may not
@@ -156,8 +156,12 @@ func Start(ctx context.Context, o *Options) (s *Server, err error) {
 	return s, nil
 }
 
-// initdb creates the cluster unless dir already holds one.
-func initdb(ctx context.Context, bin, dir string, cred *syscall.Credential) error {
+// initdb creates the cluster unless dir already holds one. initdb's
+// pg_hba.conf trusts only the socket and loopback, so a server listening
+// on another address (a container's, reached through its group network
+// or a published port) would refuse every session: for one, the new
+// cluster also trusts TCP sessions from any address.
+func initdb(ctx context.Context, bin, dir, listen string, cred *syscall.Credential) error {
 	if _, err := os.Stat(filepath.Join(dir, "PG_VERSION")); err == nil {
 		return nil
 	}
@@ -167,6 +171,20 @@ func initdb(ctx context.Context, bin, dir string, cred *syscall.Credential) erro
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("pgserver: initdb: %w: %s", err, lastLines(string(out), 5))
+	}
+	if ip := net.ParseIP(listen); ip != nil && ip.IsLoopback() || listen == "localhost" {
+		return nil
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("pgserver: pg_hba.conf: %w", err)
+	}
+	_, err = f.WriteString("\n# agentenv: the server listens beyond loopback (" + listen + ")\nhost all all 0.0.0.0/0 trust\nhost all all ::/0 trust\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("pgserver: pg_hba.conf: %w", err)
 	}
 	return nil
 }

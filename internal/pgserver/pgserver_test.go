@@ -2,7 +2,9 @@ package pgserver_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,3 +64,33 @@ func mustTemp(t *testing.T) string {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestListenBeyondLoopbackTrustsOtherHosts: a server listening on every
+// address (a container's) accepts a session arriving at a non-loopback
+// address, which initdb's own pg_hba.conf refuses.
+func TestListenBeyondLoopbackTrustsOtherHosts(t *testing.T) {
+	pgservertest.Need(t)
+	ip := nonLoopbackIP(t)
+	s, err := pgserver.Start(context.Background(), &pgserver.Options{Listen: "0.0.0.0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if err := pgserver.Ping(context.Background(), net.JoinHostPort(ip, strconv.Itoa(s.Port()))); err != nil {
+		t.Fatalf("session at %s: %v", ip, err)
+	}
+}
+
+func nonLoopbackIP(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && !n.IP.IsLoopback() {
+			return n.IP.String()
+		}
+	}
+	t.Skip("no non-loopback IPv4 address on this machine")
+	return ""
+}

@@ -55,7 +55,9 @@ var _ Querier = (*pgxpool.Pool)(nil)
 // defaults, NOT NULL), rows (one INSERT ... json_populate_recordset per
 // table, which round-trips every type through its JSON form), then
 // constraints (foreign keys last) and the other indexes. Views, functions
-// and triggers are not exported.
+// and triggers are not exported, nor the table _changelog (the change log
+// a service_db server keeps of the agent's changes, not part of the
+// state) and its sequence.
 func Export(ctx context.Context, q Querier) (string, error) {
 	var b strings.Builder
 	b.WriteString("-- agentenv service_db export of schema public\n")
@@ -74,19 +76,19 @@ func Export(ctx context.Context, q Querier) (string, error) {
 	steps := []string{
 		// Sequences first: column defaults name them.
 		`SELECT format('CREATE SEQUENCE %I;', sequencename) || coalesce(format(' SELECT setval(%L, %s);', quote_ident(sequencename), last_value), '')
-			FROM pg_sequences WHERE schemaname = 'public' ORDER BY sequencename`,
+			FROM pg_sequences WHERE schemaname = 'public' AND sequencename <> '_changelog_id_seq' ORDER BY sequencename`,
 		`SELECT format('CREATE TABLE %I (%s);', c.relname, string_agg(format('%I %s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
 				CASE WHEN a.attnotnull THEN ' NOT NULL' ELSE '' END,
 				coalesce(' DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), '')), ', ' ORDER BY a.attnum))
 			FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 			JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
 			LEFT JOIN pg_attrdef d ON d.adrelid = c.oid AND d.adnum = a.attnum
-			WHERE n.nspname = 'public' AND c.relkind = 'r' GROUP BY c.relname ORDER BY c.relname`,
+			WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> '_changelog' GROUP BY c.relname ORDER BY c.relname`,
 		`SELECT format('ALTER SEQUENCE %I OWNED BY %I.%I;', s.relname, t.relname, a.attname)
 			FROM pg_depend dep JOIN pg_class s ON s.oid = dep.objid AND s.relkind = 'S'
 			JOIN pg_class t ON t.oid = dep.refobjid JOIN pg_namespace n ON n.oid = t.relnamespace
 			JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = dep.refobjsubid
-			WHERE n.nspname = 'public' AND dep.deptype = 'a' ORDER BY s.relname`,
+			WHERE n.nspname = 'public' AND dep.deptype = 'a' AND t.relname <> '_changelog' ORDER BY s.relname`,
 	}
 	for _, s := range steps {
 		if err := lines(s); err != nil {
@@ -94,7 +96,7 @@ func Export(ctx context.Context, q Querier) (string, error) {
 		}
 	}
 	rows, err := q.Query(ctx, `SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY c.relname`)
+		WHERE n.nspname = 'public' AND c.relkind = 'r' AND c.relname <> '_changelog' ORDER BY c.relname`)
 	if err != nil {
 		return "", err
 	}
@@ -111,8 +113,8 @@ func Export(ctx context.Context, q Querier) (string, error) {
 	tail := []string{
 		`SELECT format('ALTER TABLE %I ADD CONSTRAINT %I %s;', t.relname, con.conname, pg_get_constraintdef(con.oid))
 			FROM pg_constraint con JOIN pg_class t ON t.oid = con.conrelid JOIN pg_namespace n ON n.oid = t.relnamespace
-			WHERE n.nspname = 'public' AND con.contype <> 'n' ORDER BY con.contype = 'f', t.relname, con.conname`,
-		`SELECT indexdef || ';' FROM pg_indexes i WHERE schemaname = 'public'
+			WHERE n.nspname = 'public' AND con.contype <> 'n' AND t.relname <> '_changelog' ORDER BY con.contype = 'f', t.relname, con.conname`,
+		`SELECT indexdef || ';' FROM pg_indexes i WHERE schemaname = 'public' AND tablename <> '_changelog'
 			AND NOT EXISTS (SELECT 1 FROM pg_constraint con WHERE con.conname = i.indexname) ORDER BY indexname`,
 	}
 	for _, s := range tail {

@@ -215,6 +215,16 @@ func (d *Deployer) resolve(ctx context.Context, e *Env) ([]server, error) {
 	return out, nil
 }
 
+// SandboxType is the type of the backend a deploy on spec ("" = the
+// default) would use now, or "" when none answers.
+func (d *Deployer) SandboxType(ctx context.Context, spec string) string {
+	b, err := d.pick(ctx, spec, d.DefaultSandbox)
+	if err != nil {
+		return ""
+	}
+	return b.Type()
+}
+
 // pick returns the first backend of spec that answers.
 func (d *Deployer) pick(ctx context.Context, spec, def string) (Backend, error) {
 	if spec == "" {
@@ -413,6 +423,16 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		if d.ObjectStoreDir != "" && len(sites) > 0 && b.Type() == "process" {
 			w.Env["GATEWAY_OBJECT_STORE_DIR"] = d.ObjectStoreDir
 		}
+		if state != nil {
+			// The db server's web console, proxied like a website.
+			console := names[0] + "=" + internal[0] + DBConsolePath
+			if u := w.Env["WEBSITE_URLS"]; u != "" {
+				console = u + "," + console
+			}
+			w.Env["WEBSITE_URLS"] = console
+			// changelog_id of each call: MAX(id) of the db server's _changelog.
+			w.Env["SERVICE_DB_URL"] = state.rec.InternalDBURL
+		}
 		return w, alias
 	}
 	// The servers start in parallel; the gateway with them when the
@@ -488,7 +508,8 @@ func (d *Deployer) Deploy(ctx context.Context, req DeployRequest) (inst *EnvInst
 		CreatedAtUTC: now.Format(time.RFC3339), ExpiresAtUTC: expires.Format(time.RFC3339)}
 	if state != nil {
 		mcpURL := inst.MCPURL
-		inst.DBMCPURL, inst.DBURL = &mcpURL, state.rec.DBURL
+		webURL := ep.Host + "/website/" + names[0] + "/"
+		inst.DBMCPURL, inst.DBURL, inst.DBWebURL = &mcpURL, state.rec.DBURL, &webURL
 		inst.EnvStateInstanceIDs = []string{state.rec.EnvStateInstanceID}
 		if err := state.store(ctx, d.Stores.Docs); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package envdeploy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/internal/pgserver"
@@ -23,6 +25,10 @@ const (
 	StatePostgres = "postgres"
 	// DBPort is the database workload's port inside a group.
 	DBPort = 5432
+	// DBConsolePath is where the db MCP server serves its read-only web
+	// console (the example db server does); the gateway proxies it as the
+	// website named after the server, which is the instance's db_web_url.
+	DBConsolePath = "/console/"
 )
 
 // The Go packages of this module a service_db env is built from by
@@ -221,7 +227,12 @@ func (d *Deployer) startStateDB(ctx context.Context, b Backend, g Group, e *Env,
 	}
 	if err := d.poll(ctx, g, "database", w.Name, s.rec.DBURL, timeout, func(ctx context.Context) (bool, string, error) {
 		if err := pgserver.Ping(ctx, host); err != nil {
-			return false, "not accepting sessions yet", nil
+			// A refused login will not heal by waiting: fail now with
+			// the database's words instead of at the timeout.
+			if pe := (*pgconn.PgError)(nil); errors.As(err, &pe) && strings.HasPrefix(pe.Code, "28") {
+				return false, "", fmt.Errorf("database %s refuses the session: %w", w.Name, err)
+			}
+			return false, "not accepting sessions yet: " + err.Error(), nil
 		}
 		return true, "", nil
 	}); err != nil {

@@ -2,6 +2,8 @@ package envdeploy_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +79,23 @@ func TestServiceDBProcess(t *testing.T) {
 	if err := srv.AddData(ctx, []protocol.Part{protocol.FilePart(protocol.FileContent{Name: "shop.sql", Bytes: []byte(dump)})}); err != nil {
 		t.Fatal(err)
 	}
+	// The db web console, through the gateway's website proxy.
+	if inst.DBWebURL == nil || !strings.HasPrefix(*inst.DBWebURL, inst.GatewayURL+"/website/db/") {
+		t.Fatalf("db_web_url %v", inst.DBWebURL)
+	}
+	if body := getBody(t, *inst.DBWebURL+"table?name=items"); !strings.Contains(body, "<td>ink</td>") {
+		t.Fatalf("console table page:\n%s", body)
+	}
+	// The db server's changelog: an agent's write is a change with an id,
+	// which the gateway reports as the call's changelog_id.
+	var step struct {
+		IsError     bool   `json:"isError"`
+		ChangelogID *int64 `json:"changelog_id"`
+	}
+	if err := gw.Do(ctx, http.MethodPost, "/step", "admin", map[string]any{"action": "call_tool", "tool_name": "db_execute",
+		"arguments": map[string]any{"sql": "UPDATE items SET name = 'pen' WHERE id = 1"}}, &step); err != nil || step.IsError || step.ChangelogID == nil || *step.ChangelogID != 1 {
+		t.Fatalf("db_execute as admin: %+v %v", step, err)
+	}
 	// A bad dump fails with its line and leaves the data.
 	if err := srv.ResetData(ctx); err != nil {
 		t.Fatal(err)
@@ -119,4 +138,19 @@ func TestServiceDBProcess(t *testing.T) {
 	if left := proc.Groups(); len(left) != 0 {
 		t.Errorf("left %v", left)
 	}
+}
+
+// getBody GETs u and returns its body, failing t unless the answer is 200.
+func getBody(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", u, resp.StatusCode, b)
+	}
+	return string(b)
 }

@@ -70,12 +70,17 @@ func base(id string) string {
 }
 
 // EnsureEnv registers env id when it is missing and names an example; it
-// does nothing when the env exists or is not an example.
-func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id string) error {
+// does nothing when the env exists or is not an example. sandbox is the
+// deploy's sandbox spec ("" = the deployer's default): a service_db
+// example deployed on Docker gets a database image holding this host's
+// PostgreSQL (envdeploy.ServiceDBInput.DBHostClosure), which the process
+// sandbox does not need.
+func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id, sandbox string) error {
 	if ex, ok := ServiceDBs[base(id)]; ok {
 		return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
 			_, err := p.PutServiceDB(ctx, envdeploy.ServiceDBInput{ID: id, EnvironmentName: ex.EnvironmentName,
-				WriteRoles: []string{"assistant"}, Description: "example service_db env " + base(id)})
+				WriteRoles: []string{"assistant"}, Description: "example service_db env " + base(id),
+				DBHostClosure: d.SandboxType(ctx, sandbox) == "docker"})
 			return err
 		}, func() error {
 			_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})

@@ -30,7 +30,11 @@ func (db *DB) applyPending(ctx context.Context) error {
 	if !db.pending {
 		return nil
 	}
-	if _, err := db.pool.Exec(ctx, dropPublic); err != nil {
+	sql := dropPublic
+	if db.changelog {
+		sql += ";" + installChangelog
+	}
+	if _, err := db.pool.Exec(ctx, sql); err != nil {
 		return fmt.Errorf("apply data/reset: %w", err)
 	}
 	db.pending = false
@@ -60,8 +64,16 @@ func (db *DB) add(ctx context.Context, parts []protocol.Part) error {
 		// leaves the state as it was before the reset.
 		db.pending = false
 	}()
+	// The load is the state before the agent: its rows are not changes.
+	if err := simple(ctx, pc, changelogOff); err != nil {
+		return err
+	}
 	if db.pending {
-		if err := simple(ctx, pc, dropPublic); err != nil {
+		sql := dropPublic
+		if db.changelog {
+			sql += ";" + installChangelog
+		}
+		if err := simple(ctx, pc, sql); err != nil {
 			return fmt.Errorf("data/reset: %w", err)
 		}
 	}

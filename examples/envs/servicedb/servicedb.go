@@ -53,6 +53,9 @@ type DB struct {
 	opts    Options
 	mu      sync.Mutex // serialises data plane calls and the pending reset
 	pending bool       // data/reset received, not applied yet
+	// changelog is set once InstallChangelog succeeded: a reset then
+	// installs it again in the emptied schema.
+	changelog bool
 }
 
 // New returns the db env server over pool.
@@ -72,6 +75,7 @@ func New(pool *pgxpool.Pool, o *Options) (*envsdk.Server, *DB) {
 	envsdk.AddTool(s, &envsdk.Tool{Name: "{environment_name}_describe_table", Description: "Describe a table: its columns (name, type, nullable, default) and constraints."}, db.describe)
 	envsdk.AddTool(s, &envsdk.Tool{Name: "{environment_name}_query", Description: "Run one read-only SQL query and return its rows (at most 500)."}, db.query)
 	envsdk.AddTool(s, &envsdk.Tool{Name: "{environment_name}_execute", Description: "Run SQL that changes the database (INSERT, UPDATE, DELETE, DDL); only some roles may."}, db.execute)
+	s.HandlePages(ConsolePath, db.Console())
 	return s, db
 }
 
@@ -87,16 +91,22 @@ func (db *DB) listTables(ctx context.Context, _ *envsdk.Request, _ NoInput) (Tab
 	if err := db.applyPending(ctx); err != nil {
 		return TableList{}, err
 	}
+	names, err := db.tables(ctx)
+	return TableList{Tables: names}, err
+}
+
+// tables lists the base tables of the public schema, by name.
+func (db *DB) tables(ctx context.Context) ([]string, error) {
 	rows, err := db.pool.Query(ctx, `SELECT table_name FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' ORDER BY table_name`)
+		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name <> $1 ORDER BY table_name`, ChangelogTable)
 	if err != nil {
-		return TableList{}, err
+		return nil, err
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if names == nil {
 		names = []string{}
 	}
-	return TableList{Tables: names}, err
+	return names, err
 }
 
 // DescribeInput names a table.
@@ -177,11 +187,16 @@ func (db *DB) query(ctx context.Context, _ *envsdk.Request, in SQLInput) (Rows, 
 	if err := db.applyPending(ctx); err != nil {
 		return Rows{}, err
 	}
+	return db.readOnly(ctx, db.opts.MaxRows, in.SQL)
+}
+
+// readOnly runs one statement in a READ ONLY transaction and returns at
+// most max rows. A READ ONLY transaction makes the database refuse
+// writes, whatever the SQL says (a function with side effects included).
+func (db *DB) readOnly(ctx context.Context, max int, sql string, args ...any) (Rows, error) {
 	out := Rows{Columns: []string{}, Rows: [][]any{}}
-	// A READ ONLY transaction makes the database refuse writes, whatever
-	// the SQL says (a function with side effects included).
 	err := pgx.BeginTxFunc(ctx, db.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, in.SQL)
+		rows, err := tx.Query(ctx, sql, args...)
 		if err != nil {
 			return err
 		}
@@ -190,7 +205,7 @@ func (db *DB) query(ctx context.Context, _ *envsdk.Request, in SQLInput) (Rows, 
 			out.Columns = append(out.Columns, f.Name)
 		}
 		for rows.Next() {
-			if len(out.Rows) == db.opts.MaxRows {
+			if len(out.Rows) == max {
 				out.Truncated = true
 				break
 			}

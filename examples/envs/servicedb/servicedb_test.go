@@ -38,7 +38,10 @@ func start(t *testing.T, roles ...string) (*envsdktest.Env, *envclient.Client, *
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, _ := servicedb.New(pool, &servicedb.Options{WriteRoles: roles, Env: &envsdk.Options{Getenv: func(string) string { return "" }}})
+	s, db := servicedb.New(pool, &servicedb.Options{WriteRoles: roles, Env: &envsdk.Options{Getenv: func(string) string { return "" }}})
+	if err := db.InstallChangelog(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	env := envsdktest.Start(t, s)
 	return env, envclient.New(env.BaseURL, nil), pool
 }

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 
 // engine returns a provider on the local engine. Without one the test is
 // skipped, except under CI=true where it fails.
-func engine(t *testing.T) *docker.Provider {
+func engine(t testing.TB) *docker.Provider {
 	t.Helper()
 	p, err := docker.New(nil)
 	if err != nil {

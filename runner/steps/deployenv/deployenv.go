@@ -125,7 +125,7 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 		ttl = time.Duration(*c.TTLSeconds) * time.Second
 	}
 	if c.EnvVersion == 0 {
-		if err := examplecatalog.EnsureEnv(ctx, d, c.EnvID); err != nil {
+		if err := examplecatalog.EnsureEnv(ctx, d, c.EnvID, spec); err != nil {
 			return fmt.Errorf("deploy env %q: %w", c.EnvID, err)
 		}
 	}
@@ -183,6 +183,9 @@ func (c *Config) Run(ctx context.Context, rc *runner.RunContext) error {
 	if inst.DBMCPURL != nil {
 		entry["db_mcp_url"] = *inst.DBMCPURL
 		entry["db_url"] = inst.DBURL // ours: the database from the host
+	}
+	if inst.DBWebURL != nil {
+		entry["db_web_url"] = *inst.DBWebURL
 	}
 	if parsed.Name != "" {
 		entry["environment_name"] = parsed.Name

@@ -237,7 +237,14 @@ func (f *Fixture) PutInbox(t *testing.T, id, seed string) {
 // report and the output.
 func (f *Fixture) RunBundle(t *testing.T, name, sandbox string) (*bundle.Report, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
+	timeout := 180 * time.Second
+	if sandbox == "docker" {
+		// Images registered during the run (an example's first use) are
+		// loaded into the engine within it: a service_db example's database
+		// image holds the host's PostgreSQL (hundreds of MB).
+		timeout = 600 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	b, err := bundle.Locate(name, bundles.FS())
 	if err != nil {

@@ -43,7 +43,11 @@ func run(ctx context.Context) error {
 			roles = append(roles, r)
 		}
 	}
-	s, _ := servicedb.New(pool, &servicedb.Options{WriteRoles: roles})
+	s, db := servicedb.New(pool, &servicedb.Options{WriteRoles: roles})
+	if err := db.InstallChangelog(ctx); err != nil {
+		// Changelog ids stay null; the tools work as before.
+		slog.Warn("db-env: serving without a changelog", "err", err)
+	}
 	return s.Run(ctx)
 }
 
