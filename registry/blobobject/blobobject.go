@@ -88,21 +88,27 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) root() string { return s.opt.Scheme + "://" + s.opt.Bucket + "/" + s.opt.Prefix }
 
 // ctxReader stops a copy when ctx ends and remembers the reader's own
-// failure, so a put never completes from a reader that failed.
+// failure, so a put never completes from a reader that failed. On a
+// failure it cancels the upload before returning it: gocloud closes its
+// writer after a failed copy, and some drivers (GCS) commit what they
+// hold on a close unless the upload's context is already cancelled.
 type ctxReader struct {
-	ctx context.Context
-	r   io.Reader
-	err error
+	ctx    context.Context
+	r      io.Reader
+	cancel context.CancelFunc
+	err    error
 }
 
 func (c *ctxReader) Read(p []byte) (int, error) {
 	if err := c.ctx.Err(); err != nil {
 		c.err = err
+		c.cancel()
 		return 0, err
 	}
 	n, err := c.r.Read(p)
 	if err != nil && err != io.EOF {
 		c.err = err
+		c.cancel()
 	}
 	return n, err
 }
@@ -130,7 +136,7 @@ func (s *Store) Put(ctx context.Context, key string, r io.Reader, o *registry.Ob
 	// object (or multipart upload) is discarded, never published.
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	cr := &ctxReader{ctx: ctx, r: r}
+	cr := &ctxReader{ctx: ctx, r: r, cancel: cancel}
 	err = s.bucket.Upload(wctx, s.opt.Prefix+key, cr, &blob.WriterOptions{
 		ContentType:     ct,
 		ContentEncoding: opt.Encoding,

@@ -160,6 +160,8 @@ func TestOpenRefusesBadConfig(t *testing.T) {
 		{blobobject.Config{Backend: "s3", URL: "s3://b?endpoint=ftp://x"}, "url"},
 		{blobobject.Config{Backend: "s3", URL: "s3://b?path_style=maybe"}, "url"},
 		{blobobject.Config{Backend: "s3", URL: "s3://b", AccessKeyID: testKeyID}, "access_key_id"},
+		{blobobject.Config{Backend: "gcs", URL: "gs://b?endpoint=ftp://x"}, "url"},
+		{blobobject.Config{Backend: "gcs", URL: "gs://b?region=eu"}, "url"},
 		{blobobject.Config{Backend: "gcs", URL: "gs://b", CredentialsJSON: `{"type":"nope","private_key":"` + testSecret + `"}`}, "credentials_json"},
 		{blobobject.Config{Backend: "azure", URL: "azblob://c"}, "url"},
 		{blobobject.Config{Backend: "azure", URL: "azblob://c?account=acct", AccountKey: testSecret + "!"}, "account_key"},

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"cloud.google.com/go/storage"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
@@ -21,6 +22,7 @@ import (
 	"gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcp"
 	"golang.org/x/oauth2/google"
+	"google.golang.org/api/option"
 
 	"github.com/agentenv/agentenv/registry"
 )
@@ -47,8 +49,10 @@ type Config struct {
 	// one. s3: region defaults to us-east-1 with an endpoint, otherwise to
 	// the AWS environment; path_style (bucket in the path, what most
 	// S3-compatible servers want) defaults to true when an endpoint is set.
-	// azblob: account is required; endpoint defaults to
-	// https://ACCOUNT.blob.core.windows.net.
+	// gs: endpoint (a GCS-compatible server such as an emulator) defaults
+	// to Google's; with an endpoint and no credentials_json, requests are
+	// unauthenticated, as emulators expect. azblob: account is required;
+	// endpoint defaults to https://ACCOUNT.blob.core.windows.net.
 	URL string
 	// s3: a static key pair (and optional session token). Empty = the AWS
 	// default chain (environment, shared files, instance role).
@@ -86,7 +90,7 @@ func Open(ctx context.Context, c *Config) (*Store, error) {
 	case "s3":
 		b, err = openS3(ctx, c, u, bucket)
 	case "gcs":
-		b, err = openGCS(ctx, c, bucket)
+		b, err = openGCS(ctx, c, u, bucket)
 	case "azure":
 		b, err = openAzure(ctx, c, u, bucket)
 	}
@@ -113,7 +117,7 @@ var schemes = map[string]string{"s3": "s3", "gcs": "gs", "azure": "azblob"}
 
 // queryKeys are the URL parameters each backend reads; others are refused
 // (a credential pasted into the URL would otherwise be ignored silently).
-var queryKeys = map[string][]string{"s3": {"region", "endpoint", "path_style"}, "azure": {"account", "endpoint"}}
+var queryKeys = map[string][]string{"s3": {"region", "endpoint", "path_style"}, "gcs": {"endpoint"}, "azure": {"account", "endpoint"}}
 
 func parseURL(c *Config) (u *url.URL, bucket, prefix string, err error) {
 	scheme, ok := schemes[c.Backend]
@@ -244,29 +248,50 @@ func openS3(ctx context.Context, c *Config, u *url.URL, bucket string) (*blob.Bu
 	return b, nil
 }
 
-func openGCS(ctx context.Context, c *Config, bucket string) (*blob.Bucket, error) {
-	var (
-		creds *google.Credentials
-		err   error
-	)
-	if c.CredentialsJSON != "" {
-		creds, err = google.CredentialsFromJSON(ctx, []byte(c.CredentialsJSON), "https://www.googleapis.com/auth/devstorage.read_write")
-		if err != nil {
-			// The parse error may quote the key: never pass it on.
-			return nil, &registry.InvalidError{Field: "credentials_json", Reason: "not a service account key (JSON)"}
+func openGCS(ctx context.Context, c *Config, u *url.URL, bucket string) (*blob.Bucket, error) {
+	endpoint := u.Query().Get("endpoint")
+	if endpoint != "" {
+		if eu, err := url.Parse(endpoint); err != nil || (eu.Scheme != "http" && eu.Scheme != "https") || eu.Host == "" || eu.User != nil {
+			return nil, &registry.InvalidError{Field: "url", Value: redactURL(c.URL), Reason: "endpoint wants http(s)://host[:port]"}
 		}
-	} else if creds, err = gcp.DefaultCredentials(ctx); err != nil {
-		return nil, fmt.Errorf("object store gs://%s: no credentials_json and no application default credentials: %w", bucket, registry.ErrUnavailable)
 	}
 	var rt http.RoundTripper = gcp.DefaultTransport()
 	if c.HTTPClient != nil && c.HTTPClient.Transport != nil {
 		rt = c.HTTPClient.Transport
 	}
-	client, err := gcp.NewHTTPClient(rt, gcp.CredentialsTokenSource(creds))
-	if err != nil {
-		return nil, fmt.Errorf("object store gs://%s: %w", bucket, err)
+	var client *gcp.HTTPClient
+	switch {
+	case c.CredentialsJSON != "":
+		creds, err := google.CredentialsFromJSON(ctx, []byte(c.CredentialsJSON), "https://www.googleapis.com/auth/devstorage.read_write")
+		if err != nil {
+			// The parse error may quote the key: never pass it on.
+			return nil, &registry.InvalidError{Field: "credentials_json", Reason: "not a service account key (JSON)"}
+		}
+		if client, err = gcp.NewHTTPClient(rt, gcp.CredentialsTokenSource(creds)); err != nil {
+			return nil, fmt.Errorf("object store gs://%s: %w", bucket, err)
+		}
+	case endpoint != "":
+		// An emulator checks no credentials, and looking up the
+		// application default ones would fail on a machine without any.
+		client = &gcp.HTTPClient{Client: http.Client{Transport: rt}}
+	default:
+		creds, err := gcp.DefaultCredentials(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("object store gs://%s: no credentials_json and no application default credentials: %w", bucket, registry.ErrUnavailable)
+		}
+		if client, err = gcp.NewHTTPClient(rt, gcp.CredentialsTokenSource(creds)); err != nil {
+			return nil, fmt.Errorf("object store gs://%s: %w", bucket, err)
+		}
 	}
-	b, err := gcsblob.OpenBucket(ctx, client, bucket, nil)
+	// Reads go through the JSON API like every other call (the client's
+	// default reads through the XML API): Google recommends it for
+	// consistency, and it is the API GCS-compatible servers implement, so
+	// the path tested against an emulator is the one used in production.
+	opts := gcsblob.Options{ClientOptions: []option.ClientOption{storage.WithJSONReads()}}
+	if endpoint != "" {
+		opts.ClientOptions = append(opts.ClientOptions, option.WithEndpoint(strings.TrimSuffix(endpoint, "/")+"/storage/v1/"))
+	}
+	b, err := gcsblob.OpenBucket(ctx, client, bucket, &opts)
 	if err != nil {
 		return nil, fmt.Errorf("object store gs://%s: %w", bucket, err)
 	}

@@ -38,11 +38,19 @@ func TestScale(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.mustRun(ctx, nil, "eval", "create", f, "--id", "scale")
+	t.Logf("load average at start: %s", loadAvg())
 	const conc = 32
+	// One run at a time first: a run's time is then its steps' and the
+	// runner's, with no queueing behind other runs, which is what the
+	// per-step overhead compares.
+	const serial = 20
+	_, lserial := c.timedEval(ctx, local, serial, 1)
 	lw, lruns := c.timedEval(ctx, local, n, conc)
 	c.startWorker("w1", 16)
 	c.startWorker("w2", 16)
+	_, tserial := c.timedEval(ctx, nil, serial, 1)
 	tw, truns := c.timedEval(ctx, nil, n, conc)
+	t.Logf("load average at end: %s", loadAvg())
 
 	tc, err := client.Dial(client.Options{HostPort: c.srv.Address, Namespace: c.srv.Namespace})
 	if err != nil {
@@ -81,12 +89,21 @@ func TestScale(t *testing.T) {
 	t.Logf("runs: %d of hello, %d at once; local runner: %.1f runs/s, mean run %.3fs", n, conc, float64(n)/lw.Seconds(), mean(lruns))
 	t.Logf("temporal, 2 workers x 16 steps: %.1f runs/s, mean run %.3fs; activity schedule-to-start p50 %s p99 %s (%d activities)",
 		float64(n)/tw.Seconds(), mean(truns), p(0.5), p(0.99), len(delays))
-	t.Logf("overhead per step (mean run, temporal - local, / %d steps): %.0f ms", steps, (mean(truns)-mean(lruns))/steps*1000)
-	for _, r := range append(lruns, truns...) {
+	t.Logf("one run at a time (%d runs each): mean run local %.3fs, temporal %.3fs; overhead per step %.0f ms",
+		serial, mean(lserial), mean(tserial), (mean(tserial)-mean(lserial))/steps*1000)
+	t.Logf("%d at once: overhead per step (mean run, temporal - local, / %d steps): %.0f ms", conc, steps, (mean(truns)-mean(lruns))/steps*1000)
+	for _, r := range slices.Concat(lserial, lruns, tserial, truns) {
 		if r.Outcome != "passed" {
 			t.Errorf("run %s: %s", r.InstanceID, r.Outcome)
 		}
 	}
+}
+
+// loadAvg is the first three fields of /proc/loadavg ("" where absent).
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 type scaleRun struct {
