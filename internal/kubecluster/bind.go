@@ -30,17 +30,25 @@ func (c *Cluster) bindLoop(ctx context.Context, cs k8s.Interface) {
 	sem := make(chan struct{}, bindWorkers)
 	next := 0
 	// seen keeps a Pod from being bound twice: it is listed, then shows
-	// up in watch events until its binding is visible.
+	// up in watch events until its binding is visible. A failed bind
+	// leaves it, so the next list binds the Pod again.
+	var seenMu sync.Mutex
 	seen := map[types.UID]bool{}
 	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", "").String()}
 	bind := func(pod *corev1.Pod) {
-		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || len(pod.Spec.Containers) == 0 || seen[pod.UID] {
+		if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil || len(pod.Spec.Containers) == 0 {
 			return
 		}
 		if p := c.opt.NoBindImagePrefix; p != "" && strings.HasPrefix(pod.Spec.Containers[0].Image, p) {
 			return
 		}
+		seenMu.Lock()
+		dup := seen[pod.UID]
 		seen[pod.UID] = true
+		seenMu.Unlock()
+		if dup {
+			return
+		}
 		node := c.Nodes[next%len(c.Nodes)]
 		next++
 		b := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
@@ -57,6 +65,9 @@ func (c *Cluster) bindLoop(ctx context.Context, cs k8s.Interface) {
 			defer func() { <-sem }()
 			if err := cs.CoreV1().Pods(pod.Namespace).Bind(ctx, b, metav1.CreateOptions{}); err != nil {
 				c.opt.Logger.Debug("bind", "pod", pod.Namespace+"/"+pod.Name, "err", err)
+				seenMu.Lock()
+				delete(seen, pod.UID)
+				seenMu.Unlock()
 			}
 		})
 	}
