@@ -224,7 +224,9 @@ func (c *Cluster) writeFiles() error {
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	// SEC 1 ("EC PRIVATE KEY"): kube-apiserver's --service-account-key-file
+	// finds no public key in a PKCS #8 "PRIVATE KEY" block.
+	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
 	}
@@ -243,7 +245,7 @@ current-context: c
 `, c.ports[2], c.AdminToken)
 	for name, data := range map[string][]byte{
 		"tokens.csv": []byte(tokens),
-		"sa.pem":     pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		"sa.pem":     pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		"kubeconfig": []byte(kc),
 		// kwok plays the kubelet's activeDeadlineSeconds too.
 		"kwok-deadline.yaml": []byte(deadlineStage),
