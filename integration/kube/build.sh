@@ -12,8 +12,11 @@
 # the same kwok release (kwok runs no stages unless given some), read by
 # the test harness (internal/kubecluster).
 #
-# Usage: integration/kube/build.sh [apiserver|etcd|kwok ...]   (default: all three)
+# Usage: integration/kube/build.sh [--if-cached] [apiserver|etcd|kwok ...]   (default: all three)
 # kube-apiserver is by far the largest: a cold build takes tens of minutes on 2 cores.
+# With --if-cached nothing is built: it prints the AGENTENV_KUBE_BIN line when every
+# binary asked for is already cached, and exits 1 naming what is missing otherwise
+# (CI uses this: a cold kube-apiserver build does not fit its budget).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -48,6 +51,9 @@ build_one() { # $1 builder folder
 	dst=$cache/$name-$key/$name
 	if [ -x "$dst" ]; then
 		log "$name: cached ($dst)"
+	elif [ "$if_cached" = 1 ]; then
+		log "$name: not cached (build it with integration/kube/build.sh $d)"
+		return 1
 	else
 		log "$name: go mod download"
 		(cd "$here/$d" && go mod download)
@@ -60,7 +66,7 @@ build_one() { # $1 builder folder
 		log "$name: built in $((SECONDS - start)) s"
 	fi
 	ln -sfn "$dst" "$out/$name"
-	if [ "$d" = kwok ]; then
+	if [ "$d" = kwok ] && { [ "$if_cached" = 0 ] || [ ! -f "$out/kwok-stages.yaml" ]; }; then
 		local src
 		src=$(cd "$here/kwok" && go list -m -f '{{.Dir}}' sigs.k8s.io/kwok)/kustomize/stage
 		for f in node/fast/node-initialize.yaml pod/fast/pod-ready.yaml pod/fast/pod-complete.yaml pod/fast/pod-delete.yaml; do
@@ -71,10 +77,15 @@ build_one() { # $1 builder folder
 	fi
 }
 
+if_cached=0
+if [ "${1:-}" = --if-cached ]; then
+	if_cached=1
+	shift
+fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(apiserver etcd kwok)
 for t in "${targets[@]}"; do
 	[ -n "${bin[$t]:-}" ] || { log "unknown target $t (want apiserver, etcd or kwok)"; exit 2; }
-	build_one "$t"
+	build_one "$t" || exit 1
 done
 echo "AGENTENV_KUBE_BIN=$out"

@@ -168,7 +168,7 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 	}
 	if err := c.start("kwok", filepath.Join(opt.BinDir, "kwok"),
 		"--kubeconfig="+filepath.Join(dir, "kubeconfig"),
-		"--config="+filepath.Join(opt.BinDir, "kwok-stages.yaml"),
+		"--config="+filepath.Join(opt.BinDir, "kwok-stages.yaml"), "--config="+filepath.Join(dir, "kwok-deadline.yaml"),
 		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--cidr=10.244.0.1/16", "--node-ip=127.0.0.1",
 		"--server-address=127.0.0.1:0", "--node-lease-duration-seconds=0"); err != nil {
@@ -179,6 +179,9 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 		return c, fmt.Errorf("kubecluster: %w", err)
 	}
 	if err := c.createNodes(ctx, cs); err != nil {
+		return c, err
+	}
+	if err := c.waitNodesReady(ctx, cs); err != nil {
 		return c, err
 	}
 	bctx, stop := context.WithCancel(context.Background())
@@ -221,7 +224,9 @@ func (c *Cluster) writeFiles() error {
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(key)
+	// SEC 1 ("EC PRIVATE KEY"): kube-apiserver's --service-account-key-file
+	// finds no public key in a PKCS #8 "PRIVATE KEY" block.
+	der, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
 	}
@@ -240,8 +245,10 @@ current-context: c
 `, c.ports[2], c.AdminToken)
 	for name, data := range map[string][]byte{
 		"tokens.csv": []byte(tokens),
-		"sa.pem":     pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}),
+		"sa.pem":     pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der}),
 		"kubeconfig": []byte(kc),
+		// kwok plays the kubelet's activeDeadlineSeconds too.
+		"kwok-deadline.yaml": []byte(deadlineStage),
 	} {
 		if err := os.WriteFile(filepath.Join(c.Dir, name), data, 0o600); err != nil {
 			return fmt.Errorf("kubecluster: %w", err)
@@ -249,6 +256,57 @@ current-context: c
 	}
 	return nil
 }
+
+// deadlineStage is a kwok Stage doing what the kubelet does at a Pod's
+// activeDeadlineSeconds: it fails the Pod with reason DeadlineExceeded.
+// kwok's own stages have none. The delay runs from when kwok sees the Pod
+// Running, which is when the kubelet starts counting too (startTime).
+const deadlineStage = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-active-deadline
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'DoesNotExist'
+    - key: '.status.phase'
+      operator: 'In'
+      values:
+      - 'Running'
+    - key: '.spec.activeDeadlineSeconds'
+      operator: 'Exists'
+  delay:
+    durationFrom:
+      jq:
+        expression: '(.spec.activeDeadlineSeconds | tostring) + "s"'
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - image: {{ .image | Quote }}
+        name: {{ .name | Quote }}
+        ready: false
+        restartCount: 0
+        started: false
+        state:
+          terminated:
+            exitCode: 137
+            finishedAt: {{ $now | Quote }}
+            reason: Error
+      {{ end }}
+      conditions:
+      - lastTransitionTime: {{ $now | Quote }}
+        status: "False"
+        type: Ready
+      phase: Failed
+      reason: DeadlineExceeded
+      message: "Pod was active on the node longer than the specified deadline"
+`
 
 // Kubeconfig is the path of an admin kubeconfig for the cluster.
 func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Dir, "kubeconfig") }
@@ -335,6 +393,39 @@ func (c *Cluster) createNodes(ctx context.Context, cs k8s.Interface) error {
 		c.Nodes = append(c.Nodes, n.Name)
 	}
 	return nil
+}
+
+// waitNodesReady waits for kwok to mark every fake node Ready: until then
+// it does not run the Pods bound to them, and a kwok that cannot start
+// (a bad flag, a stage it cannot parse) shows here, with its log, rather
+// than as a test waiting out its deploy timeout.
+func (c *Cluster) waitNodesReady(ctx context.Context, cs k8s.Interface) error {
+	kwok := c.procs[len(c.procs)-1]
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil {
+			ready := 0
+			for _, n := range nodes.Items {
+				for _, cond := range n.Status.Conditions {
+					if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+						ready++
+					}
+				}
+			}
+			if ready == len(c.Nodes) {
+				return nil
+			}
+		}
+		select {
+		case <-kwok.done:
+			return fmt.Errorf("kubecluster: kwok exited before the nodes were ready; log tail:\n%s", c.logTail("kwok", 20))
+		case <-ctx.Done():
+			return fmt.Errorf("kubecluster: fake nodes not ready: %w; kwok log tail:\n%s", ctx.Err(), c.logTail("kwok", 20))
+		case <-tick.C:
+		}
+	}
 }
 
 // CreateNamespace creates namespace name with its default ServiceAccount

@@ -243,15 +243,63 @@ func TestSandboxTTLAndResources(t *testing.T) {
 	}
 }
 
+// TestTTLEndsThePod: at activeDeadlineSeconds the node fails the Pod
+// (kwok plays the kubelet's part), and the group reports the workload as
+// exited, which ends an episode early; teardown still removes everything.
+func TestTTLEndsThePod(t *testing.T) {
+	c := testCluster(t)
+	ns := namespace(t, c)
+	cs := admin(t, c)
+	p := provider(t, c, ns, "store-a", kubernetes.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{Labels: envdeploy.OwnerLabels("inst-ttl", false, time.Now().Add(3*time.Second))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, envdeploy.Workload{Name: "srv", Role: "mcp_server", Port: 80, Source: envdeploy.Source{Ref: "registry.example/s:1"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Polled: nothing tells the runner when a Pod ends but looking.
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if name, exited := g.(envdeploy.ExitWatcher).Exited(ctx); exited {
+			if name != "srv" {
+				t.Errorf("exited workload %q, want srv", name)
+			}
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the pod did not end at its deadline: %v", ctx.Err())
+		case <-tick.C:
+		}
+	}
+	pods, err := cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: kubernetes.LabelSandbox + "=" + g.ID()})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Status.Reason != "DeadlineExceeded" {
+		t.Errorf("pods %+v %v, want one failed with DeadlineExceeded", pods, err)
+	}
+	if err := g.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := objects(t, cs, ns, kubernetes.LabelSandbox+"="+g.ID()); len(left) > 0 {
+		t.Errorf("left after teardown: %v", left)
+	}
+}
+
 func TestPruneKeepsOtherStores(t *testing.T) {
 	c := testCluster(t)
 	ns := namespace(t, c)
 	cs := admin(t, c)
 	ctx := context.Background()
-	past := time.Now().Add(-time.Minute)
+	// Expired by the time the rule looks (an hour on), not when created:
+	// a Pod created already past its deadline could fail (the deadline
+	// stage) before the deploy saw it run.
+	expires := time.Now().Add(time.Hour)
 	mk := func(store, inst string) string {
 		p := provider(t, c, ns, store, kubernetes.Config{})
-		g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{Labels: envdeploy.OwnerLabels(inst, false, past)})
+		g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{Labels: envdeploy.OwnerLabels(inst, false, expires)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -262,7 +310,7 @@ func TestPruneKeepsOtherStores(t *testing.T) {
 	}
 	mine, theirs := mk("store-a", "i-a"), mk("store-b", "i-b")
 	p := provider(t, c, ns, "store-a", kubernetes.Config{})
-	rule := envdeploy.PruneRule{Now: time.Now(), StoreID: "store-a"}
+	rule := envdeploy.PruneRule{Now: expires.Add(time.Hour), StoreID: "store-a"}
 	removed, err := p.Prune(ctx, func(l map[string]string) bool { o, _ := rule.Decide(l); return o })
 	if err != nil {
 		t.Fatal(err)
@@ -389,5 +437,38 @@ func kubeletPullFailure(ctx context.Context, t *testing.T, cs k8s.Interface, ns,
 			t.Logf("update status: %v", err)
 		}
 		return
+	}
+}
+
+// TestDeletedWhileStarting: a Pod deleted while the deploy waits for it
+// (never bound, so never running) fails the deploy with that cause, well
+// before its deploy_timeout.
+func TestDeletedWhileStarting(t *testing.T) {
+	c := testCluster(t)
+	cs := admin(t, c)
+	ns := namespace(t, c)
+	p := provider(t, c, ns, "store-a", kubernetes.Config{DeployTimeout: kubernetes.Duration(10 * time.Minute)})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	go func() {
+		w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+		if err != nil {
+			return
+		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if pod, ok := ev.Object.(*corev1.Pod); ok {
+				_ = cs.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{})
+				return
+			}
+		}
+	}()
+	_, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: unpullable + "tool:1"})
+	var pe *kubernetes.PodError
+	if !errors.As(err, &pe) || pe.Timeout || !strings.Contains(err.Error(), "deleted while starting") {
+		t.Fatalf("error %v, want a *PodError saying the pod was deleted", err)
+	}
+	if left := objects(t, cs, ns, kubernetes.LabelSandbox); len(left) > 0 {
+		t.Errorf("left: %v", left)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // ErrPodNotRunning wraps every *PodError.
@@ -96,6 +97,12 @@ func (p *Provider) waitRunning(ctx context.Context, name string) error {
 			pod, ok := ev.Object.(*corev1.Pod)
 			if !ok {
 				continue // a watch error: start over from a Get
+			}
+			if ev.Type == watch.Deleted {
+				// Deleted under the deploy (a prune, a person): it will
+				// never run, and waiting would only run out the timeout.
+				w.Stop()
+				return p.podError(ctx, name, "deleted while starting, last "+describeWaiting(pod), false)
 			}
 			if done, failed := podState(pod); done {
 				w.Stop()

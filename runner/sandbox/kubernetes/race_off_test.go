@@ -1,0 +1,5 @@
+//go:build !race
+
+package kubernetes_test
+
+const raceEnabled = false
