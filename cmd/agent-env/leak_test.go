@@ -60,8 +60,11 @@ func TestEnvDeploySIGINTLeavesNothing(t *testing.T) {
 	c := newCLI(t)
 	putStuckEcho(t, c, bins)
 	t.Cleanup(func() {
-		for _, ref := range []string{"localhost:5000/stuck__env_image:v1", "localhost:5000/echo__env_image:v1"} {
-			_ = p.RemoveImage(context.Background(), ref)
+		// Tagged per store (imageRef): an untagged v1 would miss them.
+		for _, repo := range []string{"stuck__env_image", "echo__env_image"} {
+			if err := p.RemoveImage(context.Background(), c.imageRef(repo)); err != nil {
+				t.Errorf("remove the test's image: %v", err)
+			}
 		}
 	})
 	ctx := context.Background()
@@ -257,8 +260,10 @@ func TestPruneKeepsOtherStores(t *testing.T) {
 		[]string{"env", "mcp-server", "put", "--id", "echo", "--binary", bins.Echo, "--environment-name", "echo"},
 	)
 	t.Cleanup(func() {
-		for _, ref := range []string{"localhost:5000/echo__env_image:v1", "localhost:5000/default__env_image:v1"} {
-			_ = p.RemoveImage(context.Background(), ref)
+		for _, repo := range []string{"echo__env_image", "default__env_image"} {
+			if err := p.RemoveImage(context.Background(), b.imageRef(repo)); err != nil {
+				t.Errorf("remove the test's image: %v", err)
+			}
 		}
 	})
 	// Deployed by a child process that then exits: only its record keeps
