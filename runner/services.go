@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -154,6 +156,26 @@ func (s *Services) Reconnect(ctx context.Context, h sandbox.Handle) (sandbox.San
 		return nil, fmt.Errorf("provider %q cannot reconnect: %w", h.Type, sandbox.ErrNotSupported)
 	}
 	return r.GetSandbox(ctx, h)
+}
+
+// Sweep terminates, on every provider that can find sandboxes by label
+// (sandbox.Sweeper), the sandboxes created with all of labels, and returns
+// their ids. It goes on past a provider's error.
+func (s *Services) Sweep(ctx context.Context, labels map[string]string) ([]string, error) {
+	var ids []string
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(s.Sandboxes)) {
+		sw, ok := s.Sandboxes[name].(sandbox.Sweeper)
+		if !ok {
+			continue
+		}
+		got, err := sw.Sweep(ctx, labels)
+		ids = append(ids, got...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("provider %q: %w", name, err))
+		}
+	}
+	return ids, errors.Join(errs...)
 }
 
 // ChainError is returned when every provider of a fallback chain failed.

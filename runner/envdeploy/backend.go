@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/procid"
 	"github.com/agentenv/agentenv/registry"
+	"github.com/agentenv/agentenv/runner/sandbox"
 )
 
 // Labels every backend resource carries (Docker labels; the process
@@ -27,6 +28,9 @@ const (
 	LabelPersist    = "agentenv.persist" // "true": outlives its owner while its instance record exists
 	LabelExpires    = "agentenv.expires" // unix seconds; past it the resource may be pruned
 	LabelRole       = "agentenv.role"    // mcp_server, gateway, agent
+	// LabelAttrPrefix prefixes the labels a sandbox was created with
+	// (sandbox.Spec.Labels), copied onto its resources so a sweep finds them.
+	LabelAttrPrefix = "agentenv.attr."
 	// LabelStore is the id of the store (registry.StoreID) whose command
 	// created the resource: prune touches only its own store's resources.
 	LabelStore = registry.StoreLabel
@@ -296,4 +300,30 @@ func OwnerAlive(owner string) bool {
 	}
 	err = p.Signal(syscall.Signal(0))
 	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// SweepLabelled terminates, through b's Prune, every group whose creation
+// labels (LabelAttrPrefix + key) include labels, and returns their instance
+// ids. It is sandbox.Sweeper for the backends that are sandbox providers too.
+func SweepLabelled(ctx context.Context, b Backend, labels map[string]string) ([]string, error) {
+	if len(labels) == 0 {
+		return nil, sandbox.ErrNoSweepLabels
+	}
+	want := make(map[string]string, len(labels))
+	for k, v := range labels {
+		want[LabelAttrPrefix+k] = v
+	}
+	seen := map[string]bool{}
+	var ids []string
+	_, err := b.Prune(ctx, func(l map[string]string) bool {
+		if !sandbox.HasLabels(l, want) {
+			return false
+		}
+		if id := l[LabelInstance]; !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+		return true
+	})
+	return ids, err
 }

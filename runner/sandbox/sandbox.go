@@ -165,6 +165,30 @@ type Reconnector interface {
 	GetSandbox(ctx context.Context, h Handle) (Sandbox, error)
 }
 
+// Sweeper is implemented by providers that can find their sandboxes by
+// the Spec.Labels they were created with. It is how a sandbox whose creator
+// died before recording its handle is still torn down: the next attempt
+// sweeps the labels the dead one created under.
+type Sweeper interface {
+	// Sweep terminates every sandbox of this provider whose labels include
+	// all of labels and returns their ids. Empty labels are an error (they
+	// would match everything).
+	Sweep(ctx context.Context, labels map[string]string) ([]string, error)
+}
+
+// ErrNoSweepLabels is returned by Sweep given no labels.
+var ErrNoSweepLabels = errors.New("sweep needs at least one label")
+
+// HasLabels reports whether have includes every key and value of want.
+func HasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := have[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
 // Sandbox is one live sandbox. Paths are sandbox paths: "/app/x" is the
 // sandbox's /app, relative paths are relative to /app.
 type Sandbox interface {

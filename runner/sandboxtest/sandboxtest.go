@@ -283,6 +283,60 @@ func RunWith(t *testing.T, f Factory, o *Options) {
 		}
 	})
 
+	t.Run("Sweep", func(t *testing.T) {
+		p := newProvider(t)
+		sw, ok := p.(sandbox.Sweeper)
+		if !ok {
+			t.Skip("provider is not a sandbox.Sweeper")
+		}
+		spec := sandbox.Spec{Mode: sandbox.ModeVM}
+		switch {
+		case p.Capabilities().VM:
+		case opts.ContainerSpec != nil:
+			spec = *opts.ContainerSpec
+		default:
+			t.Skip("no spec this provider can create")
+		}
+		ctx := context.Background()
+		mk := func(labels map[string]string) sandbox.Sandbox {
+			t.Helper()
+			s := spec
+			s.Labels = labels
+			sb, err := p.CreateSandbox(ctx, s)
+			if err != nil {
+				t.Fatalf("CreateSandbox: %v", err)
+			}
+			t.Cleanup(func() { _ = sb.Terminate(context.Background()) })
+			return sb
+		}
+		// A unique run label keeps the suite off other tests' sandboxes.
+		run := "sandboxtest-" + strings.ReplaceAll(t.Name(), "/", "-") + "-" + time.Now().Format("150405.000000000")
+		gone := mk(map[string]string{"sandboxtest.run": run, "sandboxtest.step": "a"})
+		kept := mk(map[string]string{"sandboxtest.run": run, "sandboxtest.step": "b"})
+		if _, err := sw.Sweep(ctx, nil); !errors.Is(err, sandbox.ErrNoSweepLabels) {
+			t.Errorf("Sweep with no labels: %v, want ErrNoSweepLabels", err)
+		}
+		ids, err := sw.Sweep(ctx, map[string]string{"sandboxtest.run": run, "sandboxtest.step": "a"})
+		if err != nil {
+			t.Fatalf("Sweep: %v", err)
+		}
+		if len(ids) != 1 || ids[0] != gone.ID() {
+			t.Errorf("Sweep removed %v, want [%s]", ids, gone.ID())
+		}
+		if r, ok := p.(sandbox.Reconnector); ok {
+			if _, err := r.GetSandbox(ctx, gone.Handle()); !errors.Is(err, sandbox.ErrNotFound) {
+				t.Errorf("GetSandbox of a swept sandbox: %v, want ErrNotFound", err)
+			}
+			if _, err := r.GetSandbox(ctx, kept.Handle()); err != nil {
+				t.Errorf("a sandbox with other labels went too: %v", err)
+			}
+		}
+		ids, err = sw.Sweep(ctx, map[string]string{"sandboxtest.run": run})
+		if err != nil || len(ids) != 1 || ids[0] != kept.ID() {
+			t.Errorf("Sweep of the run = %v, %v; want [%s]", ids, err, kept.ID())
+		}
+	})
+
 	t.Run("Capabilities", func(t *testing.T) {
 		p := newProvider(t)
 		caps := p.Capabilities()

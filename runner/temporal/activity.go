@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -106,14 +107,23 @@ func (w *Workflows) RunStep(ctx context.Context, in StepInput) (*StepOutput, err
 		return nil, fmt.Errorf("step index %d out of range 0..%d", in.Index, len(task.Steps)-1)
 	}
 	d := task.Steps[in.Index]
+	info := activity.GetInfo(ctx)
+	labels := stepLabels(info.WorkflowExecution.RunID, d.ID)
 	// A retried attempt (its worker died or stopped): what the lost
-	// attempt created is torn down before the step runs again.
-	if activity.HasHeartbeatDetails(ctx) {
+	// attempt created is torn down before the step runs again. Its last
+	// heartbeat lists what it reported, but the SDK sends heartbeats in
+	// batches, so a worker killed just after a create may not have
+	// reported it: the sweep by the step's labels finds those.
+	if info.Attempt > 1 || activity.HasHeartbeatDetails(ctx) {
 		var prev heartbeat
-		if err := activity.GetHeartbeatDetails(ctx, &prev); err == nil && len(prev.Created) > 0 {
-			if _, err := w.Terminate(ctx, prev.Created); err != nil {
-				return nil, fmt.Errorf("tear down the lost attempt's sandboxes: %w", err)
-			}
+		if activity.HasHeartbeatDetails(ctx) {
+			_ = activity.GetHeartbeatDetails(ctx, &prev)
+		}
+		if _, err := w.Terminate(ctx, prev.Created); err != nil {
+			return nil, fmt.Errorf("tear down the lost attempt's sandboxes: %w", err)
+		}
+		if _, err := w.svc.Sweep(ctx, labels); err != nil {
+			return nil, fmt.Errorf("sweep the lost attempt's sandboxes: %w", err)
 		}
 	}
 	at := &attempt{held: map[string]bool{}}
@@ -121,7 +131,7 @@ func (w *Workflows) RunStep(ctx context.Context, in StepInput) (*StepOutput, err
 	svc := *w.svc
 	svc.Sandboxes = make(map[string]runner.SandboxProvider, len(w.svc.Sandboxes))
 	for name, p := range w.svc.Sandboxes {
-		svc.Sandboxes[name] = &trackingProvider{SandboxProvider: p, w: w, at: at, ctx: ctx, stepID: d.ID}
+		svc.Sandboxes[name] = &trackingProvider{SandboxProvider: p, w: w, at: at, ctx: ctx, stepID: d.ID, labels: labels}
 	}
 	rc := runner.NewRunContext(in.Context, &svc)
 	if v, ok := rc.Metadata("torn_down_sandbox_ids"); ok {
@@ -210,6 +220,36 @@ func (w *Workflows) release(at *attempt) {
 	}
 }
 
+// Labels every sandbox a step creates carries, so that what a dead
+// attempt created is found without its handle (sandbox.Sweeper).
+const (
+	LabelRun  = "agentenv.temporal.run" // the workflow's run id
+	LabelStep = "agentenv.temporal.step"
+)
+
+// stepLabels are the sweep labels of step stepID of workflow run runID;
+// without stepID, of the whole run.
+func stepLabels(runID, stepID string) map[string]string {
+	l := map[string]string{LabelRun: runID}
+	if stepID != "" {
+		l[LabelStep] = stepID
+	}
+	return l
+}
+
+// Sweep is the SweepSandboxes activity: it terminates the sandboxes
+// created with labels on every provider of this worker that can find them
+// (sandbox.Sweeper) and returns their ids.
+func (w *Workflows) Sweep(ctx context.Context, labels map[string]string) ([]string, error) {
+	ids, err := w.svc.Sweep(ctx, labels)
+	w.mu.Lock()
+	for _, id := range ids {
+		delete(w.live, id)
+	}
+	w.mu.Unlock()
+	return ids, err
+}
+
 // Terminate is the TerminateSandboxes activity: it terminates each
 // sandbox, live on this worker or reconnected by handle, and returns the
 // ids that are gone (a sandbox already gone counts). It never stops at the
@@ -256,12 +296,18 @@ type trackingProvider struct {
 	at     *attempt
 	ctx    context.Context // the activity's, for heartbeats
 	stepID string
+	labels map[string]string // stepLabels, added to every sandbox
 }
 
 func (p *trackingProvider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.Sandbox, error) {
 	if err := p.acquire(ctx); err != nil {
 		return nil, err
 	}
+	s.Labels = maps.Clone(s.Labels)
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	maps.Copy(s.Labels, p.labels)
 	sb, err := p.SandboxProvider.CreateSandbox(ctx, s)
 	if err != nil {
 		return nil, err

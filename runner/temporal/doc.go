@@ -18,8 +18,12 @@
 // on another worker (its worker died or stopped) first tears down what the
 // lost attempt created; retry rollback, cancellation and the end of the
 // run tear down through an activity, reconnecting by handle where the
-// sandbox is not live on that worker. Nothing a dead worker created is
-// left without a record.
+// sandbox is not live on that worker. Heartbeats go out in batches, so a
+// worker killed just after a create may not have reported it: every
+// sandbox carries the labels LabelRun and LabelStep, and a retried step
+// (and the end of a run one of whose steps was lost) also sweeps its
+// labels on the providers that can find sandboxes by label
+// (sandbox.Sweeper).
 //
 // Main types:
 //

@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -9,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/agentenv/agentenv/runner"
 	"github.com/agentenv/agentenv/runner/sandbox"
@@ -165,5 +168,82 @@ func TestDialUnreachable(t *testing.T) {
 	}
 	if want := "127.0.0.1:1"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not name %s", err, want)
+	}
+}
+
+// lostFixture is a fixture whose RunStep activity, on the attempts lost
+// says, creates a sandbox carrying the step's labels and fails without
+// reporting it: a worker killed after a create, before its heartbeat left.
+func lostFixture(t *testing.T, lost func(attempt int32) bool) *fixture {
+	f := &fixture{root: t.TempDir(), started: make(chan string, 4)}
+	reg := runner.NewStepRegistry()
+	reg.Register(runner.StepInfo{Type: "box", New: func() runner.Step { return &boxStep{started: f.started} }})
+	prov := local.New(f.root, nil)
+	svc := &runner.Services{Sandboxes: map[string]runner.SandboxProvider{"local": prov}}
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	f.env = suite.NewTestWorkflowEnvironment()
+	f.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	f.env.SetTestTimeout(2 * time.Minute)
+	w := temporal.NewWorkflows(runner.New(&runner.Options{Steps: reg}), svc, &temporal.WorkflowsOptions{HeartbeatInterval: 50 * time.Millisecond})
+	f.env.RegisterWorkflowWithOptions(w.RunTask, workflow.RegisterOptions{Name: temporal.WorkflowName})
+	f.env.RegisterActivityWithOptions(w.Terminate, activity.RegisterOptions{Name: temporal.ActivityTerminate})
+	f.env.RegisterActivityWithOptions(w.Sweep, activity.RegisterOptions{Name: temporal.ActivitySweep})
+	f.env.RegisterActivityWithOptions(func(ctx context.Context, in temporal.StepInput) (*temporal.StepOutput, error) {
+		info := activity.GetInfo(ctx)
+		if !lost(info.Attempt) {
+			return w.RunStep(ctx, in)
+		}
+		var steps []struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(in.Steps, &steps); err != nil {
+			return nil, err
+		}
+		_, err := prov.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM, Labels: map[string]string{
+			temporal.LabelRun: info.WorkflowExecution.RunID, temporal.LabelStep: steps[in.Index].ID}})
+		if err != nil {
+			return nil, err
+		}
+		return nil, errors.New("worker lost")
+	}, activity.RegisterOptions{Name: temporal.ActivityRunStep})
+	return f
+}
+
+// A step whose first attempt created a sandbox and died before reporting
+// it: the retry sweeps the step's labels, so only the retry's own sandbox
+// exists, and the run's teardown leaves nothing.
+func TestRetrySweepsUnreportedSandbox(t *testing.T) {
+	f := lostFixture(t, func(attempt int32) bool { return attempt == 1 })
+	out := f.run(t, `[{"id":"a","type":"box"},{"id":"b","type":"box"}]`)
+	if out.Status != runner.StatusCompleted {
+		t.Fatalf("status %s: %s", out.Status, out.Error)
+	}
+	if out.TornDown != 2 {
+		t.Errorf("torn down %d sandboxes, want the 2 the steps reported", out.TornDown)
+	}
+	if left := f.left(t); len(left) != 0 {
+		t.Errorf("work folders left behind: %v", left)
+	}
+}
+
+// A step lost on every attempt: the run fails, and its teardown sweeps the
+// run's labels, so the sandboxes nobody reported go too.
+func TestLostStepIsSwept(t *testing.T) {
+	f := lostFixture(t, func(int32) bool { return true })
+	f.env.ExecuteWorkflow(temporal.WorkflowName, temporal.RunInput{TaskID: "t", Steps: []byte(`[{"id":"a","type":"box"}]`),
+		Context: runner.NewRunContext(nil, nil).Snapshot(), InstanceID: "t-1", StepAttempts: 2})
+	if err := f.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow error: %v", err)
+	}
+	var out temporal.RunOutput
+	if err := f.env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.Status != runner.StatusFailed || !strings.Contains(out.Error, "worker lost") {
+		t.Errorf("status %s (%s), want failed with the lost worker's error", out.Status, out.Error)
+	}
+	if left := f.left(t); len(left) != 0 {
+		t.Errorf("work folders left behind: %v", left)
 	}
 }

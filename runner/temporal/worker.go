@@ -26,6 +26,7 @@ func (w *Workflows) Register(reg worker.Registry) {
 	reg.RegisterWorkflowWithOptions(w.RunTask, workflow.RegisterOptions{Name: WorkflowName})
 	reg.RegisterActivityWithOptions(w.RunStep, activity.RegisterOptions{Name: ActivityRunStep})
 	reg.RegisterActivityWithOptions(w.Terminate, activity.RegisterOptions{Name: ActivityTerminate})
+	reg.RegisterActivityWithOptions(w.Sweep, activity.RegisterOptions{Name: ActivitySweep})
 }
 
 // Worker is a Temporal worker serving runs on one task queue.

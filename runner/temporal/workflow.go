@@ -20,6 +20,7 @@ const (
 	WorkflowName         = "agentenv.RunTask"
 	ActivityRunStep      = "agentenv.RunStep"
 	ActivityTerminate    = "agentenv.TerminateSandboxes"
+	ActivitySweep        = "agentenv.SweepSandboxes"
 	QueryProgress        = "agentenv.progress"
 	metaSandboxHandles   = "sandbox_handles"
 	defaultHeartbeat     = 30 * time.Second
@@ -182,6 +183,7 @@ func (w *Workflows) RunTask(ctx workflow.Context, in RunInput) (*RunOutput, erro
 	}
 	if !in.KeepSandboxes {
 		out.TornDown = ex.teardown(nil)
+		ex.sweepLost()
 	}
 	out.Context = rc.SafeSnapshot()
 	return out, nil
@@ -195,6 +197,9 @@ type wfExecutor struct {
 	in  *RunInput
 	ch  workflow.Channel
 	rc  *runner.RunContext
+	// lost is set when a step's activity ended without its result (retries
+	// exhausted, timed out, cancelled): what it created may be unrecorded.
+	lost bool
 }
 
 type stepDone struct {
@@ -242,6 +247,9 @@ func (e *wfExecutor) Start(i int, d *runner.StepDef, rc *runner.RunContext, seed
 func (e *wfExecutor) deliver(d stepDone) runner.StepEnd {
 	e.record(d.Out.Created)
 	e.rc.Apply(d.Out.Ops)
+	if d.Err != nil {
+		e.lost = true
+	}
 	switch {
 	case d.Err != nil:
 		var ce *sdktemporal.CanceledError
@@ -353,17 +361,41 @@ func (e *wfExecutor) teardown(ids []string) int {
 	return len(done)
 }
 
+// sweepLost sweeps the run's labels when a step's activity was lost: a
+// sandbox its attempt created but never reported has no handle to tear
+// down by.
+func (e *wfExecutor) sweepLost() {
+	if !e.lost {
+		return
+	}
+	ctx := e.cleanupContext()
+	var swept []string
+	labels := stepLabels(workflow.GetInfo(e.ctx).WorkflowExecution.RunID, "")
+	if err := workflow.ExecuteActivity(ctx, ActivitySweep, labels).Get(ctx, &swept); err != nil {
+		workflow.GetLogger(e.ctx).Warn("sweep after a lost step failed", "error", err)
+	}
+	for _, id := range swept {
+		e.rc.MarkTornDown(id)
+	}
+}
+
 // terminate runs the TerminateSandboxes activity, even when the run is
 // cancelled, and returns the ids that are gone.
 func (e *wfExecutor) terminate(hs []sandbox.Handle) ([]string, error) {
-	dctx, _ := workflow.NewDisconnectedContext(e.ctx)
-	ctx := workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
-		StartToCloseTimeout: terminateStepTimeout,
-		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 5},
-	})
+	ctx := e.cleanupContext()
 	var done []string
 	err := workflow.ExecuteActivity(ctx, ActivityTerminate, hs).Get(ctx, &done)
 	return done, err
+}
+
+// cleanupContext is for the teardown activities: they run even when the
+// run is cancelled.
+func (e *wfExecutor) cleanupContext() workflow.Context {
+	dctx, _ := workflow.NewDisconnectedContext(e.ctx)
+	return workflow.WithActivityOptions(dctx, workflow.ActivityOptions{
+		StartToCloseTimeout: terminateStepTimeout,
+		RetryPolicy:         &sdktemporal.RetryPolicy{MaximumAttempts: 5},
+	})
 }
 
 func contains(l []string, s string) bool {

@@ -31,6 +31,7 @@ import (
 var (
 	_ sandbox.Provider    = (*Provider)(nil)
 	_ sandbox.Reconnector = (*Provider)(nil)
+	_ sandbox.Sweeper     = (*Provider)(nil)
 	_ sandbox.Sandbox     = (*Sandbox)(nil)
 )
 
@@ -65,7 +66,7 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 	id := "docker-" + randHex(4)
 	labels := envdeploy.OwnerLabels(id, false, time.Now().Add(ttl))
 	for k, v := range s.Labels {
-		labels["agentenv.attr."+k] = v
+		labels[envdeploy.LabelAttrPrefix+k] = v
 	}
 	g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{ID: id, Labels: labels})
 	if err != nil {
@@ -372,3 +373,14 @@ func (f fileInfo) Mode() fs.FileMode  { return f.st.Mode }
 func (f fileInfo) ModTime() time.Time { return f.st.Mtime }
 func (f fileInfo) IsDir() bool        { return f.st.Mode.IsDir() }
 func (f fileInfo) Sys() any           { return nil }
+
+// Sweep implements sandbox.Sweeper: the sandboxes whose creation labels
+// include labels are removed whole, even one whose creator died before
+// CreateSandbox returned.
+func (p *Provider) Sweep(ctx context.Context, labels map[string]string) ([]string, error) {
+	ids, err := envdeploy.SweepLabelled(ctx, p, labels)
+	if err != nil {
+		return ids, fmt.Errorf("docker: sweep: %w", err)
+	}
+	return ids, nil
+}

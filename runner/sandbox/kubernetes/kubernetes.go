@@ -62,6 +62,7 @@ var (
 	_ envdeploy.ExitWatcher    = (*Group)(nil)
 	_ sandbox.Provider         = (*Provider)(nil)
 	_ sandbox.Reconnector      = (*Provider)(nil)
+	_ sandbox.Sweeper          = (*Provider)(nil)
 )
 
 // New returns a provider; it does not contact the cluster (Check does).

@@ -67,7 +67,7 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 	id := "k8s-" + randHex(4)
 	labels := envdeploy.OwnerLabels(id, false, time.Now().Add(ttl))
 	for k, v := range s.Labels {
-		labels["agentenv.attr."+k] = v
+		labels[envdeploy.LabelAttrPrefix+k] = v
 	}
 	gi, err := p.CreateGroup(ctx, envdeploy.GroupSpec{ID: id, Labels: labels})
 	if err != nil {
@@ -202,4 +202,15 @@ func (s *Sandbox) Terminate(ctx context.Context) error {
 	s.terminated = true
 	s.mu.Unlock()
 	return s.g.Terminate(context.WithoutCancel(ctx))
+}
+
+// Sweep implements sandbox.Sweeper: the sandboxes whose creation labels
+// include labels are deleted whole, even one whose creator died before
+// CreateSandbox returned.
+func (p *Provider) Sweep(ctx context.Context, labels map[string]string) ([]string, error) {
+	ids, err := envdeploy.SweepLabelled(ctx, p, labels)
+	if err != nil {
+		return ids, fmt.Errorf("kubernetes: sweep: %w", err)
+	}
+	return ids, nil
 }

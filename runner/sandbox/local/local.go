@@ -29,6 +29,11 @@ const EnvMarker = "AGENTENV_SANDBOX"
 const (
 	portMapFile = ".port-map.json"
 	stateFile   = ".sandbox.json"
+	// stagingPrefix names a work folder being filled (see CreateSandbox).
+	stagingPrefix = ".agent-env-staging-"
+	// stagingMaxAge is how old a staging folder is before Reap takes it
+	// for a dead creator's: creation takes milliseconds.
+	stagingMaxAge = 10 * time.Minute
 )
 
 // Options tunes a Provider; nil means defaults.
@@ -50,6 +55,7 @@ type Provider struct {
 var (
 	_ sandbox.Provider    = (*Provider)(nil)
 	_ sandbox.Reconnector = (*Provider)(nil)
+	_ sandbox.Sweeper     = (*Provider)(nil)
 	_ sandbox.Sandbox     = (*Sandbox)(nil)
 )
 
@@ -109,6 +115,7 @@ type state struct {
 	CreatedAtUTC  time.Time             `json:"created_at_utc"`
 	ExpiresAtUTC  time.Time             `json:"expires_at_utc"`
 	Env           map[string]string     `json:"env,omitempty"`
+	Labels        map[string]string     `json:"labels,omitempty"`
 	NetworkPolicy sandbox.NetworkPolicy `json:"network_policy"`
 }
 
@@ -131,14 +138,19 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 	}
 	id := "local-" + randHex(4)
 	dir := filepath.Join(p.root, "agent-env-"+id+"-"+randHex(4))
-	if err := os.Mkdir(dir, 0o700); err != nil {
+	// The folder is filled under a hidden name and renamed into place, so
+	// a sandbox folder always has its state: a creator killed half-way
+	// leaves a staging folder (Reap removes it) rather than a work folder
+	// nothing can reconnect to or sweep.
+	staging, err := os.MkdirTemp(p.root, stagingPrefix)
+	if err != nil {
 		return nil, fmt.Errorf("local: create work folder: %w", err)
 	}
 	ports := map[string]int{}
 	for _, cp := range s.ExposedPorts {
 		hp, err := freePort()
 		if err != nil {
-			_ = os.RemoveAll(dir)
+			_ = os.RemoveAll(staging)
 			return nil, fmt.Errorf("local: allocate a host port for %d: %w", cp, err)
 		}
 		ports[strconv.Itoa(cp)] = hp
@@ -149,14 +161,18 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 	}
 	now := time.Now().UTC()
 	st := state{ID: id, Dir: dir, Name: s.Name, CreatedAtUTC: now, ExpiresAtUTC: now.Add(ttl),
-		Env: s.Env, NetworkPolicy: s.NetworkPolicy}
-	if err := writeJSON(filepath.Join(dir, portMapFile), ports); err != nil {
-		_ = os.RemoveAll(dir)
+		Env: s.Env, Labels: s.Labels, NetworkPolicy: s.NetworkPolicy}
+	if err := writeJSON(filepath.Join(staging, portMapFile), ports); err != nil {
+		_ = os.RemoveAll(staging)
 		return nil, err
 	}
-	if err := writeJSON(filepath.Join(dir, stateFile), st); err != nil {
-		_ = os.RemoveAll(dir)
+	if err := writeJSON(filepath.Join(staging, stateFile), st); err != nil {
+		_ = os.RemoveAll(staging)
 		return nil, err
+	}
+	if err := os.Rename(staging, dir); err != nil {
+		_ = os.RemoveAll(staging)
+		return nil, fmt.Errorf("local: create work folder: %w", err)
 	}
 	p.log.Debug("local sandbox created", "sandbox_id", id, "dir", dir)
 	return p.handleFor(st, ports), nil
@@ -331,14 +347,38 @@ func writeJSON(path string, v any) error {
 
 // Reap deletes the work folders under the root whose recorded expiry is
 // before now, killing their processes first (TTLs are
-// recorded, and expired sandboxes are removed on the next CLI start). It
-// returns the ids it removed.
+// recorded, and expired sandboxes are removed on the next CLI start), and
+// the staging folders of creators that died half-way. It returns the ids
+// it removed.
 func (p *Provider) Reap(ctx context.Context, now time.Time) ([]string, error) {
+	if staged, _ := filepath.Glob(filepath.Join(p.root, stagingPrefix+"*")); len(staged) > 0 {
+		for _, dir := range staged {
+			if fi, err := os.Lstat(dir); err == nil && fi.IsDir() && now.Sub(fi.ModTime()) > stagingMaxAge {
+				_ = os.RemoveAll(dir)
+			}
+		}
+	}
+	return p.terminateWhere(ctx, func(st state) bool {
+		return !st.ExpiresAtUTC.IsZero() && st.ExpiresAtUTC.Before(now)
+	})
+}
+
+// Sweep implements sandbox.Sweeper over the labels recorded in each work
+// folder's state.
+func (p *Provider) Sweep(ctx context.Context, labels map[string]string) ([]string, error) {
+	if len(labels) == 0 {
+		return nil, fmt.Errorf("local: %w", sandbox.ErrNoSweepLabels)
+	}
+	return p.terminateWhere(ctx, func(st state) bool { return sandbox.HasLabels(st.Labels, labels) })
+}
+
+// terminateWhere terminates the work folders whose state match accepts.
+func (p *Provider) terminateWhere(ctx context.Context, match func(state) bool) ([]string, error) {
 	matches, err := filepath.Glob(filepath.Join(p.root, "agent-env-local-*"))
 	if err != nil {
 		return nil, err
 	}
-	var reaped []string
+	var done []string
 	var errs []error
 	for _, dir := range matches {
 		if ctx.Err() != nil {
@@ -349,7 +389,7 @@ func (p *Provider) Reap(ctx context.Context, now time.Time) ([]string, error) {
 			continue
 		}
 		var st state
-		if json.Unmarshal(b, &st) != nil || st.ExpiresAtUTC.IsZero() || !st.ExpiresAtUTC.Before(now) {
+		if json.Unmarshal(b, &st) != nil || !match(st) {
 			continue
 		}
 		st.Dir = dir
@@ -357,7 +397,7 @@ func (p *Provider) Reap(ctx context.Context, now time.Time) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		reaped = append(reaped, st.ID)
+		done = append(done, st.ID)
 	}
-	return reaped, errors.Join(errs...)
+	return done, errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -139,5 +140,46 @@ func TestReap(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh.(*local.Sandbox).Dir()); err != nil {
 		t.Errorf("live folder removed: %v", err)
+	}
+}
+
+// A creator killed half-way leaves only a hidden staging folder, never a
+// work folder without state; Reap removes staging folders once they are
+// clearly abandoned and leaves one being filled alone.
+func TestReapStaging(t *testing.T) {
+	root := t.TempDir()
+	p := local.New(root, nil)
+	ctx := context.Background()
+	sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Terminate(ctx)
+	stale, fresh := filepath.Join(root, ".agent-env-staging-1"), filepath.Join(root, ".agent-env-staging-2")
+	for _, d := range []string{stale, fresh} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(stale, hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	if reaped, err := p.Reap(ctx, time.Now()); err != nil || len(reaped) != 0 {
+		t.Fatalf("Reap = %v, %v; want nothing", reaped, err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("abandoned staging folder kept: %v", err)
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("staging folder being filled removed: %v", err)
+	}
+	entries, _ := os.ReadDir(root)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if len(names) != 2 { // the sandbox's folder and the fresh staging folder
+		t.Errorf("root holds %v", names)
 	}
 }
