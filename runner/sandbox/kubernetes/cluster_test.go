@@ -243,6 +243,45 @@ func TestSandboxTTLAndResources(t *testing.T) {
 	}
 }
 
+// TestSweep: a sweep deletes the sandboxes created with its labels, whole,
+// and leaves the one with other labels.
+func TestSweep(t *testing.T) {
+	c := testCluster(t)
+	ns := namespace(t, c)
+	cs := admin(t, c)
+	p := provider(t, c, ns, "store-a", kubernetes.Config{})
+	ctx := context.Background()
+	mk := func(step string) sandbox.Sandbox {
+		t.Helper()
+		sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: "registry.example/tool:1",
+			Labels: map[string]string{"run": "r1", "step": step}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb
+	}
+	gone, kept := mk("a"), mk("b")
+	if _, err := p.Sweep(ctx, nil); !errors.Is(err, sandbox.ErrNoSweepLabels) {
+		t.Errorf("sweep without labels: %v", err)
+	}
+	ids, err := p.Sweep(ctx, map[string]string{"run": "r1", "step": "a"})
+	if err != nil || len(ids) != 1 || ids[0] != gone.ID() {
+		t.Fatalf("Sweep = %v, %v; want [%s]", ids, err, gone.ID())
+	}
+	if _, err := p.GetSandbox(ctx, gone.Handle()); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("swept sandbox reconnects: %v", err)
+	}
+	if _, err := p.GetSandbox(ctx, kept.Handle()); err != nil {
+		t.Errorf("the other sandbox went too: %v", err)
+	}
+	if err := kept.Terminate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if left := objects(t, cs, ns, kubernetes.LabelSandbox); len(left) > 0 {
+		t.Errorf("left: %v", left)
+	}
+}
+
 // TestTTLEndsThePod: at activeDeadlineSeconds the node fails the Pod
 // (kwok plays the kubelet's part), and the group reports the workload as
 // exited, which ends an episode early; teardown still removes everything.
