@@ -21,11 +21,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/agentenv/agentenv/examples/envs/email"
 )
 
 //go:embed pages.html
@@ -55,26 +56,10 @@ func (a *App) Handler() http.Handler {
 	return mux
 }
 
-// Summary is a message in a folder listing.
-type Summary struct {
-	ID      string    `json:"id"`
-	From    string    `json:"from"`
-	To      []string  `json:"to"`
-	Subject string    `json:"subject"`
-	SentAt  time.Time `json:"sent_at"`
-	Read    bool      `json:"read"`
-}
-
-// Message is one message.
-type Message struct {
-	Summary
-	Body string `json:"body"`
-}
-
 func (a *App) folder(w http.ResponseWriter, r *http.Request, folder string) {
-	var out struct {
-		Messages []Summary `json:"messages"`
-	}
+	// The email server's own result types: this app is a front end over
+	// its tools.
+	var out email.Summaries
 	if err := a.call(r.Context(), "list_messages", map[string]any{"folder": folder, "limit": 50}, &out); err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -88,7 +73,7 @@ func (a *App) message(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "id: required", http.StatusBadRequest)
 		return
 	}
-	var m Message
+	var m email.Message
 	if err := a.call(r.Context(), "read_message", map[string]any{"id": id}, &m); err != nil {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
@@ -106,7 +91,7 @@ func (a *App) send(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "to: at least one recipient is required", http.StatusBadRequest)
 		return
 	}
-	var m Message
+	var m email.Message
 	if err := a.call(r.Context(), "send_message", map[string]any{"to": to, "subject": r.FormValue("subject"), "body": r.FormValue("body")}, &m); err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
