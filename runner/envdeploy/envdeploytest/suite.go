@@ -39,12 +39,22 @@ type Options struct {
 	RemoveImage func(t *testing.T, ref string)
 }
 
-// NewStores returns empty stores under a temporary folder; image refs get
-// a random repository prefix so runs never share engine images.
-func NewStores(t testing.TB) envdeploy.Stores {
+// ProcessPrefix starts the repository of every image this test process
+// tags: a cleanup removes what is under it, never another process's images
+// on the same engine.
+var ProcessPrefix = "agentenvtest-" + randHex()
+
+func randHex() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return NewStoresWithPrefix(t, "agentenvtest-"+hex.EncodeToString(b))
+	return hex.EncodeToString(b)
+}
+
+// NewStores returns empty stores under a temporary folder; image refs get
+// a random repository prefix under ProcessPrefix so runs never share
+// engine images.
+func NewStores(t testing.TB) envdeploy.Stores {
+	return NewStoresWithPrefix(t, ProcessPrefix+"-"+randHex())
 }
 
 // NewStoresWithPrefix is NewStores with the repository prefix given. Each

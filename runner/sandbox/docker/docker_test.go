@@ -72,12 +72,12 @@ func TestConformance(t *testing.T) {
 	_ = images
 }
 
-// removeTestImages removes every image the suites tagged under the
-// localhost:5000/agentenvtest-* repositories.
+// removeTestImages removes every image this test process tagged (under
+// envdeploytest.ProcessPrefix); other processes' images stay.
 func removeTestImages(t *testing.T, p *docker.Provider) { removeTestImagesB(t, p) }
 
 func removeTestImagesB(t testing.TB, p *docker.Provider) {
-	removeImagesUnder(t, p, "localhost:5000/agentenvtest-")
+	removeImagesUnder(t, p, "localhost:5000/"+envdeploytest.ProcessPrefix)
 }
 
 // removeImagesUnder removes every image with a tag starting with prefix.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
 )
@@ -22,7 +23,7 @@ func TestConcurrentRemoval(t *testing.T) {
 	p := engine(t)
 	t.Cleanup(func() { p.Close() })
 	ctx := context.Background()
-	const ref = "localhost:5000/agentenvtest-removal/echo:v1"
+	ref := "localhost:5000/" + envdeploytest.ProcessPrefix + "-removal/echo:v1"
 	loadEchoImage(t, p, ref)
 	for round := range 3 {
 		sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref, Port: envdeploy.MCPPort,
@@ -63,7 +64,7 @@ func TestConcurrentRemoval(t *testing.T) {
 func TestCancelledCreateLeavesNothing(t *testing.T) {
 	p := engine(t)
 	t.Cleanup(func() { p.Close() })
-	const ref = "localhost:5000/agentenvtest-cancel/echo:v1"
+	ref := "localhost:5000/" + envdeploytest.ProcessPrefix + "-cancel/echo:v1"
 	loadEchoImage(t, p, ref)
 	// Every sandbox of this test carries a fresh store id, so the leak
 	// check sees only its own.

@@ -30,7 +30,7 @@ import (
 func TestSandboxConformance(t *testing.T) {
 	p := engine(t)
 	defer p.Close()
-	const ref = "localhost:5000/agentenvtest-sandbox/copyout:v1"
+	ref := "localhost:5000/" + envdeploytest.ProcessPrefix + "-sandbox/copyout:v1"
 	loadEchoImage(t, p, ref)
 	sandboxtest.RunWith(t, func(t *testing.T) sandbox.Provider {
 		p, err := docker.New(nil)
@@ -82,13 +82,13 @@ func TestContainerSandbox(t *testing.T) {
 	p := engine(t)
 	t.Cleanup(func() { p.Close() })
 	ctx := context.Background()
-	const ref = "localhost:5000/agentenvtest-sandbox/echo:v1"
+	ref := "localhost:5000/" + envdeploytest.ProcessPrefix + "-sandbox/echo:v1"
 	loadEchoImage(t, p, ref)
 
 	if _, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeVM}); !errors.Is(err, sandbox.ErrNotSupported) {
 		t.Errorf("VM mode: %v, want ErrNotSupported", err)
 	}
-	if _, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: "localhost:5000/agentenvtest-none/x:v1", Port: 80}); !errors.Is(err, envdeploy.ErrImageMissing) {
+	if _, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: "localhost:5000/" + envdeploytest.ProcessPrefix + "-none/x:v1", Port: 80}); !errors.Is(err, envdeploy.ErrImageMissing) {
 		t.Errorf("missing image: %v, want ErrImageMissing", err)
 	}
 	sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref, Port: envdeploy.MCPPort,
@@ -252,8 +252,8 @@ func TestStaleImageReplaced(t *testing.T) {
 // its own image, and deploying one never replaces or removes the other's.
 func TestTwoStoresOneEngine(t *testing.T) {
 	p := engine(t)
-	// Not the agentenvtest- prefix: other test processes on the engine
-	// sweep that one while this test still needs its images.
+	// Its own prefix, not envdeploytest.ProcessPrefix: the package's
+	// cleanups sweep that one while this test still needs its images.
 	prefix := "agentenvstorestest-" + runner.RandomHex(4)
 	t.Cleanup(func() {
 		removeImagesUnder(t, p, "localhost:5000/"+prefix+"/")
@@ -307,7 +307,7 @@ func TestCopyOutArchiveLinks(t *testing.T) {
 	p := engine(t)
 	t.Cleanup(func() { p.Close() })
 	ctx := context.Background()
-	const ref = "localhost:5000/agentenvtest-sandbox/copyout-links:v1"
+	ref := "localhost:5000/" + envdeploytest.ProcessPrefix + "-sandbox/copyout-links:v1"
 	loadEchoImage(t, p, ref)
 	sb, err := p.CreateSandbox(ctx, sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref})
 	if err != nil {
