@@ -49,18 +49,20 @@ func newEnvWebsitePutCmd(d *deps) *cobra.Command {
 
 func newEnvWebsiteBrowserPutCmd(d *deps) *cobra.Command {
 	var img imageFlags
-	var id string
+	var in envdeploy.BrowserInput
 	cmd := &cobra.Command{
 		Use:   "put",
 		Short: "Register the browser env (default: agentenv-browser built from this source tree, running the host's chromium)",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return d.withEnvSession(cmd.Context(), id, func(ctx context.Context, s *envSession) error {
-				_, err := s.put.PutWebsiteBrowser(ctx, id, img.in)
+			in.Image = img.in
+			return d.withEnvSession(cmd.Context(), in.ID, func(ctx context.Context, s *envSession) error {
+				_, err := s.put.PutWebsiteBrowser(ctx, in)
 				return err
 			})
 		},
 	}
 	img.add(cmd)
-	idArg(cmd, &id, idSpec{noun: "env", optional: true, def: envdeploy.BrowserName, complete: d.completeDocs(registry.Envs)})
+	idArg(cmd, &in.ID, idSpec{noun: "env", optional: true, def: envdeploy.BrowserName, complete: d.completeDocs(registry.Envs)})
+	cmd.Flags().BoolVar(&in.HostClosure, "host-closure", false, "put this host's Chromium (/usr/lib/chromium), its NSS modules, fonts and library closure into the image (Docker without pulls)")
 	return cmd
 }

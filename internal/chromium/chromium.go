@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,8 +27,21 @@ var ErrNotInstalled = errors.New("chromium is not installed (apt-get install -y 
 // Names are the binary names Path tries, in order.
 var Names = []string{"chromium", "chromium-browser", "google-chrome"}
 
-// Path returns the Chromium binary on PATH.
+// EnvBinary names the environment variable that, when set, is the
+// Chromium binary Path returns: a FROM scratch image has no PATH and no
+// shell for Debian's /usr/bin/chromium wrapper, so it names the real
+// program (Program).
+const EnvBinary = "AGENTENV_CHROMIUM"
+
+// Path returns the Chromium binary: $AGENTENV_CHROMIUM, else the first
+// of Names on PATH.
 func Path() (string, error) {
+	if p := os.Getenv(EnvBinary); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%s=%s: %w", EnvBinary, p, err)
+		}
+		return p, nil
+	}
 	for _, n := range Names {
 		if p, err := exec.LookPath(n); err == nil {
 			return p, nil

@@ -3,7 +3,6 @@ package pgserver
 import (
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,36 +26,16 @@ func ImageFiles(ctx context.Context, binDir, tmp string) (map[string]string, err
 	root := filepath.Dir(binDir) // /usr/lib/postgresql/<v>
 	version := filepath.Base(root)
 	files := map[string]string{}
-	var elf []string
-	add := func(dir string, skip func(string) bool) error {
-		return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if skip != nil && skip(p) {
-					return filepath.SkipDir
-				}
-				return nil
-			}
-			if d.Type()&fs.ModeSymlink != 0 {
-				// A link to a folder (zoneinfo's posix -> .) is a copy
-				// of what the walk covers anyway.
-				if st, err := os.Stat(p); err != nil || st.IsDir() {
-					return nil
-				}
-			}
-			files[p] = p
-			if strings.HasPrefix(p, root) && (strings.HasPrefix(p, binDir) || strings.HasSuffix(p, ".so")) {
-				elf = append(elf, p)
-			}
-			return nil
-		})
-	}
 	bitcode := filepath.Join(root, "lib", "bitcode")
 	for _, dir := range []string{binDir, filepath.Join(root, "lib"), "/usr/share/postgresql/" + version, "/usr/share/zoneinfo"} {
-		if err := add(dir, func(p string) bool { return p == bitcode }); err != nil && !os.IsNotExist(err) {
+		if err := imagebuild.AddTree(files, dir, func(p string) bool { return p == bitcode }); err != nil && !os.IsNotExist(err) {
 			return nil, fmt.Errorf("pgserver: image files: %w", err)
+		}
+	}
+	var elf []string
+	for p := range files {
+		if strings.HasPrefix(p, binDir) || (strings.HasPrefix(p, root) && strings.HasSuffix(p, ".so")) {
+			elf = append(elf, p)
 		}
 	}
 	// initdb runs postgres through popen, which needs /bin/sh.
@@ -64,12 +43,8 @@ func ImageFiles(ctx context.Context, binDir, tmp string) (map[string]string, err
 		files["/bin/sh"] = sh
 		elf = append(elf, sh)
 	}
-	libs, err := imagebuild.LibraryClosure(ctx, elf)
-	if err != nil {
+	if err := imagebuild.AddClosure(ctx, files, elf); err != nil {
 		return nil, err
-	}
-	for _, l := range libs {
-		files[l] = l
 	}
 	passwd := filepath.Join(tmp, "passwd")
 	group := filepath.Join(tmp, "group")

@@ -3,11 +3,13 @@ package envdeploy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/agentenv/agentenv/internal/chromium"
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry"
 )
@@ -44,6 +46,9 @@ type WebsiteInput struct {
 	// 500; DefaultWebsiteReadyTimeout when zero.
 	ReadyTimeout time.Duration
 	Description  string
+	// files and env are added to the image built from a Go package or
+	// binary (the browser's host closure).
+	files, env map[string]string
 }
 
 // PutWebsite builds and registers a website env: one HTTP app that listens
@@ -69,8 +74,10 @@ func (p *Putter) PutWebsite(ctx context.Context, in WebsiteInput) (*Env, error) 
 		port = BrowserPort
 	}
 	p.printf("Building website image (FROM scratch)...")
+	env := map[string]string{"MCP_HOST": "0.0.0.0", "PORT": strconv.Itoa(port)}
+	maps.Copy(env, in.env)
 	res, err := p.buildImage(ctx, registry.EnvImageArtifactID(in.ID), in.Image,
-		imagebuild.Image{Env: map[string]string{"MCP_HOST": "0.0.0.0", "PORT": strconv.Itoa(port)}, ExposedPorts: []int{port}},
+		imagebuild.Image{Env: env, ExposedPorts: []int{port}, Files: in.files},
 		"website image of env "+in.ID)
 	if err != nil {
 		return nil, err
@@ -90,20 +97,50 @@ func (p *Putter) PutWebsite(ctx context.Context, in WebsiteInput) (*Env, error) 
 	return &e, nil
 }
 
+// BrowserInput registers the browser env (`env website-browser put`).
+type BrowserInput struct {
+	// ID defaults to BrowserName.
+	ID string
+	// Image is the workload; zero = agentenv-browser built from this
+	// module.
+	Image ImageInput
+	// HostClosure adds this host's Chromium (Debian's /usr/lib/chromium,
+	// its NSS modules, fonts and their shared-library closure) to the
+	// image built from Image's Go package or binary, so the browser runs
+	// on Docker without any pull.
+	HostClosure bool
+}
+
 // PutWebsiteBrowser registers the browser env (`env website-browser put`):
 // a website env named website-browser that runs headless Chromium with
 // DevTools (agentenv-browser, built from this module unless in names
 // another source).
-func (p *Putter) PutWebsiteBrowser(ctx context.Context, id string, in ImageInput) (*Env, error) {
-	if in.GoPackage == "" && in.Binary == "" && in.Dockerfile == "" && in.ImageRef == "" {
+func (p *Putter) PutWebsiteBrowser(ctx context.Context, in BrowserInput) (*Env, error) {
+	if in.ID == "" {
+		in.ID = BrowserName
+	}
+	img := in.Image
+	if img.GoPackage == "" && img.Binary == "" && img.Dockerfile == "" && img.ImageRef == "" {
 		root, ok := moduleRoot()
 		if !ok {
 			return nil, &registry.InvalidError{Field: "source", Reason: "outside the agentenv source tree: give --binary (agentenv-browser) or --image-ref"}
 		}
-		in.GoPackage, in.GoDir = browserPackage, root
+		img.GoPackage, img.GoDir = browserPackage, root
 	}
-	return p.PutWebsite(ctx, WebsiteInput{ID: id, Image: in, EnvironmentName: BrowserName, ReadyTimeout: DefaultWebsiteReadyTimeout,
-		Description: "headless Chromium with the DevTools protocol, for the gateway's computer-use tools"})
+	w := WebsiteInput{ID: in.ID, Image: img, EnvironmentName: BrowserName, ReadyTimeout: DefaultWebsiteReadyTimeout,
+		Description: "headless Chromium with the DevTools protocol, for the gateway's computer-use tools"}
+	if in.HostClosure {
+		if img.ImageRef != "" || img.Dockerfile != "" {
+			return nil, &registry.InvalidError{Field: "host_closure", Reason: "applies to a browser built from a Go package or binary, not to --image-ref or a Dockerfile"}
+		}
+		files, err := chromium.ImageFiles(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("--host-closure: %w", err)
+		}
+		w.files, w.env = files, chromium.ImageEnv()
+		p.printf("Adding the host's Chromium (%s) and its library closure: %d files...", chromium.LibDir, len(files))
+	}
+	return p.PutWebsite(ctx, w)
 }
 
 // website is one website member of a multi env being deployed.

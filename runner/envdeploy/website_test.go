@@ -42,7 +42,7 @@ func TestBrowserOfficeProcess(t *testing.T) {
 		first(p.PutGateway(ctx, "default", envdeploy.ImageInput{Binary: bins.Gateway})),
 		first(p.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: "email", EnvironmentName: "email", Image: envdeploy.ImageInput{Binary: bins.Email}})),
 		first(p.PutWebsite(ctx, envdeploy.WebsiteInput{ID: "webmail", EnvironmentName: "webmail", Image: envdeploy.ImageInput{Binary: bins.Webmail}})),
-		first(p.PutWebsiteBrowser(ctx, "browser", envdeploy.ImageInput{Binary: bins.Browser})),
+		first(p.PutWebsiteBrowser(ctx, envdeploy.BrowserInput{ID: "browser", Image: envdeploy.ImageInput{Binary: bins.Browser}})),
 		first(p.PutMulti(ctx, envdeploy.MultiInput{ID: "office", MCPServers: []string{"email"}, Websites: []string{"webmail", "browser"}})),
 	} {
 		if err != nil {

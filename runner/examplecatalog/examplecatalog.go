@@ -45,7 +45,8 @@ var (
 	}
 	// Offices are multi envs of examples: the email server, the webmail
 	// website over it (examples/websites/webmail) and the website-browser
-	// (agentenv-browser, running the host's chromium), registered as
+	// (agentenv-browser, running the host's chromium; on Docker, its image
+	// holds the host's chromium and library closure), registered as
 	// <id>-email, <id>-webmail and <id>-browser.
 	Offices = map[string]Example{
 		"browser-office": {GoPackage: "./examples/websites/webmail/cmd/webmail"},
@@ -73,8 +74,10 @@ func base(id string) string {
 // does nothing when the env exists or is not an example. sandbox is the
 // deploy's sandbox spec ("" = the deployer's default): a service_db
 // example deployed on Docker gets a database image holding this host's
-// PostgreSQL (envdeploy.ServiceDBInput.DBHostClosure), which the process
-// sandbox does not need.
+// PostgreSQL (envdeploy.ServiceDBInput.DBHostClosure), and a browser
+// office a browser image holding this host's Chromium
+// (envdeploy.BrowserInput.HostClosure), which the process sandbox does
+// not need.
 func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id, sandbox string) error {
 	if ex, ok := ServiceDBs[base(id)]; ok {
 		return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
@@ -89,7 +92,7 @@ func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id, sandbox string) e
 	}
 	if ex, ok := Offices[base(id)]; ok {
 		return ensure(ctx, d, id, ex, func(p *envdeploy.Putter, in envdeploy.ImageInput) error {
-			return putOffice(ctx, p, id, in)
+			return putOffice(ctx, p, id, in, d.SandboxType(ctx, sandbox) == "docker")
 		}, func() error {
 			_, err := d.Stores.GetEnv(ctx, registry.Ref{ID: id})
 			return err
@@ -110,8 +113,9 @@ func EnsureEnv(ctx context.Context, d *envdeploy.Deployer, id, sandbox string) e
 }
 
 // putOffice registers a browser office: its three members, then the
-// multi env listing them.
-func putOffice(ctx context.Context, p *envdeploy.Putter, id string, webmail envdeploy.ImageInput) error {
+// multi env listing them. hostClosure puts this host's Chromium into the
+// browser's image (envdeploy.BrowserInput.HostClosure), for Docker.
+func putOffice(ctx context.Context, p *envdeploy.Putter, id string, webmail envdeploy.ImageInput, hostClosure bool) error {
 	email := envdeploy.ImageInput{GoPackage: Envs["email"].GoPackage, GoDir: webmail.GoDir}
 	if _, err := p.PutMCPServer(ctx, envdeploy.MCPServerInput{ID: id + "-email", EnvironmentName: "email", Image: email,
 		Description: "the email server of example " + base(id)}); err != nil {
@@ -121,7 +125,7 @@ func putOffice(ctx context.Context, p *envdeploy.Putter, id string, webmail envd
 		Description: "the webmail of example " + base(id)}); err != nil {
 		return err
 	}
-	if _, err := p.PutWebsiteBrowser(ctx, id+"-browser", envdeploy.ImageInput{}); err != nil {
+	if _, err := p.PutWebsiteBrowser(ctx, envdeploy.BrowserInput{ID: id + "-browser", HostClosure: hostClosure}); err != nil {
 		return err
 	}
 	_, err := p.PutMulti(ctx, envdeploy.MultiInput{ID: id, MCPServers: []string{id + "-email"},
