@@ -78,7 +78,7 @@ func TestVerifySandboxCriteria(t *testing.T) {
 	rc, _, err := f.run(t, `[
 	  {"id":"box","type":"deploy_sandbox","sandbox_name":"box","sandbox_mode":"vm"},
 	  {"id":"load","type":"load_artifact","sandbox_name":"box","artifact_id":"notes","destination_path":"/app/in"},
-	  {"id":"v","type":"verify_sandbox","sandbox_name":"box","base_dir":"/app/in","verifier_id":"v","shell_timeout_seconds":0.5,
+	  {"id":"v","type":"verify_sandbox","sandbox_name":"box","base_dir":"/app/in","verifier_id":"v","shell_timeout_seconds":3,
 	   "criteria":[
 	     {"type":"probe_file_exists","paths":["notes.txt"]},
 	     {"type":"probe_file_exists","paths":["notes.txt","missing.txt"]},
@@ -103,7 +103,7 @@ func TestVerifySandboxCriteria(t *testing.T) {
 			t.Errorf("criterion %d (%v): result %v, want %v (%v)", i, r["type"], r.Passed(), want[i], r["justification"])
 		}
 	}
-	if !v.Results[9].Skipped() || v.Results[8]["justification"] != "timed out after 500ms" || v.Results[7]["justification"] != "exit 3: boom" {
+	if !v.Results[9].Skipped() || v.Results[8]["justification"] != "timed out after 3s" || v.Results[7]["justification"] != "exit 3: boom" {
 		t.Errorf("rows: %v / %v / %v", v.Results[9], v.Results[8], v.Results[7])
 	}
 	if v.Score != 0 {
