@@ -13,10 +13,8 @@ import (
 	"github.com/agentenv/agentenv/internal/chromium/chromiumtest"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/registry"
-	"github.com/agentenv/agentenv/runner/bundle"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/gwclient"
-	"github.com/agentenv/agentenv/runner/steps/envsteptest"
 )
 
 // TestBundleBrowserOfficeDocker runs the browser-office example bundle on
@@ -31,29 +29,7 @@ func TestBundleBrowserOfficeDocker(t *testing.T) {
 	chromiumtest.Need(t)
 	p := engine(t)
 	t.Cleanup(func() { p.Close() })
-	f := envsteptest.NewOn(t, "docker")
-	// The fixture's images (its own repository prefix) go with the test.
-	ref, err := f.Putter.Stores.Images.Ref("x", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeImagesUnder(t, p, strings.TrimSuffix(ref, "x:v1")) })
-	rep, out := f.RunBundle(t, "browser-office", "docker")
-	if rep.Failed() {
-		t.Fatalf("browser-office failed:\n%s", out)
-	}
-	for _, r := range rep.Runs {
-		if r.Outcome != bundle.Passed {
-			t.Errorf("%s: outcome %q\n%s", r.Task.File, r.Outcome, out)
-		}
-	}
-	for _, rc := range rep.Contexts() {
-		for id, v := range rc.Verifications() {
-			if v.Score != 1 {
-				t.Errorf("verification %s: score %v\n%s", id, v.Score, out)
-			}
-		}
-	}
+	rep, f := passBundleOnDocker(t, p, "browser-office")
 	if rep.TornDown != 2 {
 		t.Errorf("tore down %d, want the env and the agent", rep.TornDown)
 	}

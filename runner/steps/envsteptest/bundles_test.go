@@ -23,22 +23,8 @@ func checkBundle(t *testing.T, f *envsteptest.Fixture, name string) *bundle.Repo
 
 func checkBundleOut(t *testing.T, f *envsteptest.Fixture, name string) (*bundle.Report, string) {
 	t.Helper()
-	rep, out := f.RunBundle(t, name, f.Services.Deployer.DefaultSandbox)
-	if rep.Failed() {
-		t.Fatalf("%s failed:\n%s", name, out)
-	}
-	for _, r := range rep.Runs {
-		if r.Outcome != bundle.Passed {
-			t.Errorf("%s: outcome %q\n%s", r.Task.File, r.Outcome, out)
-		}
-	}
+	rep, out := f.PassBundle(t, name, f.Services.Deployer.DefaultSandbox)
 	for _, rc := range rep.Contexts() {
-		for id, v := range rc.Verifications() {
-			if v.Score != 1 {
-				b, _ := json.Marshal(v)
-				t.Errorf("%s: verification %s: %s", name, id, b)
-			}
-		}
 		snap := rc.Snapshot()
 		prs, _ := snap["prompt_responses"].([]any)
 		for _, p := range prs {
@@ -133,9 +119,6 @@ func TestBundleOffice(t *testing.T) {
 	}
 }
 
-// TestBundleShopDB runs the service_db example: a SQL dump loaded
-// through load_artifact, an agent writing through db_execute as its role,
-// and tool checks over the database.
 // The browser office: a scripted computer-use agent replies through the
 // webmail with the gateway's browser tools; the outcome verifier checks
 // the sent mail; the screenshots are in the object store.
@@ -143,7 +126,7 @@ func TestBundleBrowserOffice(t *testing.T) {
 	chromiumtest.Need(t)
 	f := envsteptest.New(t)
 	if f.Services.Deployer.DefaultSandbox != "process" {
-		t.Skip("the browser office runs on the process sandbox (no chromium image here)")
+		t.Skip("on Docker the browser office is TestBundleBrowserOfficeDocker (runner/sandbox/docker), which builds its host-closure browser image")
 	}
 	rep := checkBundle(t, f, "browser-office")
 	if rep.TornDown != 2 {
@@ -155,6 +138,9 @@ func TestBundleBrowserOffice(t *testing.T) {
 	}
 }
 
+// TestBundleShopDB runs the service_db example: a SQL dump loaded
+// through load_artifact, an agent writing through db_execute as its role,
+// and tool checks over the database.
 func TestBundleShopDB(t *testing.T) {
 	pgservertest.Need(t)
 	f := envsteptest.New(t)

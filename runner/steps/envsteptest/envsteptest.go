@@ -6,6 +6,7 @@ package envsteptest
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,4 +263,29 @@ func (f *Fixture) RunBundle(t *testing.T, name, sandbox string) (*bundle.Report,
 	}
 	t.Cleanup(func() { _, _ = rep.Teardown(context.Background()) })
 	return rep, out.String()
+}
+
+// PassBundle runs an installed bundle like RunBundle and holds it to the
+// examples' CI gate: the bundle ran, every run passed and every
+// verification scored 1. A miss fails t with the bundle's output.
+func (f *Fixture) PassBundle(t *testing.T, name, sandbox string) (*bundle.Report, string) {
+	t.Helper()
+	rep, out := f.RunBundle(t, name, sandbox)
+	if rep.Failed() {
+		t.Fatalf("%s failed:\n%s", name, out)
+	}
+	for _, r := range rep.Runs {
+		if r.Outcome != bundle.Passed {
+			t.Errorf("%s: outcome %q\n%s", r.Task.File, r.Outcome, out)
+		}
+	}
+	for _, rc := range rep.Contexts() {
+		for id, v := range rc.Verifications() {
+			if v.Score != 1 {
+				b, _ := json.Marshal(v)
+				t.Errorf("%s: verification %s: %s", name, id, b)
+			}
+		}
+	}
+	return rep, out
 }
