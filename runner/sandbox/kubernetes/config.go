@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -78,6 +79,19 @@ type Config struct {
 	// cannot tell; without this, allowlist sandboxes are refused rather
 	// than run unconfined.
 	NetworkPolicyEnforced bool `json:"network_policy_enforced"`
+	// Registry is the registry the cluster's nodes pull from, host[:port]
+	// ("127.0.0.1:5000"): the store's images are pushed there and Pods
+	// name them by digest. "" = the image store's host (the project's
+	// registry, `agent-env registry serve`). Plain HTTP to a loopback
+	// host, https to any other.
+	Registry string `json:"registry"`
+	// ImagePullSecret names a secret of the secret store holding a docker
+	// config JSON ({"auths": {"<registry>": {"auth": "<base64
+	// user:password>"}}}). Each group gets it as a
+	// kubernetes.io/dockerconfigjson Secret named in its Pods'
+	// imagePullSecrets, and pushes to Registry use its credentials for
+	// that host. "" = none (anonymous pulls and pushes).
+	ImagePullSecret string `json:"image_pull_secret"`
 }
 
 // DecodeConfig decodes the provider's config table strictly: an unknown
@@ -93,7 +107,25 @@ func DecodeConfig(raw map[string]any) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("sandbox.providers.kubernetes.config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if err := validRegistry(c.Registry); err != nil {
+		return c, fmt.Errorf("sandbox.providers.kubernetes.config: %w", err)
+	}
 	return c.withDefaults(), nil
+}
+
+// validRegistry accepts "" or a host[:port]: the part of an image
+// reference before the repository, so no scheme and no path.
+func validRegistry(r string) error {
+	if r == "" {
+		return nil
+	}
+	if strings.Contains(r, "://") || strings.ContainsAny(r, "/@ ") {
+		return fmt.Errorf("registry %q: want host[:port] as in an image reference (no scheme, no path)", r)
+	}
+	if _, err := url.Parse("//" + r); err != nil {
+		return fmt.Errorf("registry %q: want host[:port]: %v", r, err)
+	}
+	return nil
 }
 
 func (c Config) withDefaults() Config {

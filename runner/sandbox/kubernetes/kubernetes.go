@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
@@ -39,6 +40,13 @@ type Options struct {
 	// REST, when set, is used instead of loading Config.Kubeconfig (tests
 	// and programs that already hold a client config).
 	REST *rest.Config
+	// Images is the image store: a workload whose image it owns (and
+	// whose tarball the deploy has) is pushed to Config.Registry, whose
+	// default is Images.Host(). nil = every image is used as written.
+	Images registry.ImageStore
+	// Secrets resolves Config.ImagePullSecret; nil with one configured
+	// fails every deploy, naming the secret.
+	Secrets registry.SecretStore
 }
 
 // Provider talks to one namespace of one cluster.
@@ -49,6 +57,11 @@ type Provider struct {
 	cfg     Config
 	storeID string
 	log     *slog.Logger
+
+	images   registry.ImageStore
+	secrets  registry.SecretStore
+	registry string // where store images are pushed and pulled from
+	pushes   pushes
 
 	// forwards holds the stop functions of the port-forwards of each
 	// group (endpoint_mode port-forward), closed by Terminate and Close.
@@ -103,7 +116,15 @@ func New(cfg Config, o *Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
-	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){}}, nil
+	if err := validRegistry(cfg.Registry); err != nil {
+		return nil, fmt.Errorf("kubernetes: sandbox.providers.kubernetes.config: %w", err)
+	}
+	reg := cfg.Registry
+	if reg == "" && opt.Images != nil {
+		reg = opt.Images.Host()
+	}
+	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){},
+		images: opt.Images, secrets: opt.Secrets, registry: reg, pushes: pushes{m: map[string]*push{}}}, nil
 }
 
 // Type implements envdeploy.Backend and sandbox.Provider.
@@ -111,6 +132,18 @@ func (p *Provider) Type() string { return TypeName }
 
 // Namespace is the namespace objects are created in.
 func (p *Provider) Namespace() string { return p.ns }
+
+// Registry is where the store's images are pushed and pulled from ("" =
+// no image store: nothing is pushed).
+func (p *Provider) Registry() string { return p.registry }
+
+// Pushes is how many image pushes this provider has started (each store
+// image once per process, unless a push failed).
+func (p *Provider) Pushes() int {
+	p.pushes.mu.Lock()
+	defer p.pushes.mu.Unlock()
+	return p.pushes.count
+}
 
 // Clientset is the provider's client (tests inspect objects through it).
 func (p *Provider) Clientset() k8s.Interface { return p.cs }
