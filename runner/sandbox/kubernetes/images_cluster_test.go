@@ -205,3 +205,31 @@ func TestStoreImageDeployFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestPrunePullSecret: prune removes an orphaned group's pull Secret with
+// its Pod, Service and environment Secret.
+func TestPrunePullSecret(t *testing.T) {
+	reg := startRegistry(t, "", "")
+	p, ns, images := imageCluster(t, reg, "PULL", map[string]string{"PULL": dockerConfigJSON(reg.host, "u", "p")})
+	ref, _ := images.Ref("items__env_image", 1)
+	ctx := context.Background()
+	expires := time.Now().Add(time.Hour)
+	g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{Labels: envdeploy.OwnerLabels("inst-p", false, expires)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, envdeploy.Workload{Name: "items", Role: "mcp_server", Port: envdeploy.MCPPort, PortEnv: "MCP_PORT", Source: storeImage(t, ref, nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Clientset().CoreV1().Secrets(ns).Get(ctx, kubernetes.PullSecretName(g.ID()), metav1.GetOptions{}); err != nil {
+		t.Fatalf("pull secret: %v", err)
+	}
+	rule := envdeploy.PruneRule{Now: expires.Add(time.Hour), StoreID: "store-a"}
+	removed, err := p.Prune(ctx, func(l map[string]string) bool { o, _ := rule.Decide(l); return o })
+	if err != nil || len(removed) != 1 || removed[0] != g.ID()+" (4 objects)" {
+		t.Errorf("prune removed %v, %v; want %s (4 objects: pod, service, env and pull secrets)", removed, err, g.ID())
+	}
+	if left := objects(t, p.Clientset(), ns, kubernetes.LabelSandbox); len(left) > 0 {
+		t.Errorf("left after prune: %v", left)
+	}
+}
