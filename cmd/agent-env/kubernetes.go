@@ -25,7 +25,7 @@ func (d *deps) kubernetesProvider(cfg *config.Config, st *storeSet) *kubernetes.
 	if err == nil {
 		var p *kubernetes.Provider
 		if p, err = kubernetes.New(kc, &kubernetes.Options{Logger: d.logger(), StoreID: st.StoreID(),
-			Images: st.Images, Secrets: st.Secrets}); err == nil {
+			Images: st.Images, Secrets: st.Secrets, PushCache: &d.kubePushes}); err == nil {
 			return p
 		}
 	}

@@ -36,14 +36,25 @@ var ErrImagePush = errors.New("image push failed")
 // secret, never its value.
 var ErrPullSecret = errors.New("image pull secret unusable")
 
-// pushes remembers the digest refs pushed by this process, so the
+// PushCache remembers the digest refs of the images pushed, so the
 // thousands of instances of one env push its image once. Concurrent
-// deploys of one image wait for the first one's push.
-type pushes struct {
+// deploys of one image wait for the first one's push; a failed push is
+// forgotten. Entries are keyed by target registry, repository, tag and
+// image id, so providers with different registries can share one: a
+// process that builds a provider per task (an eval) passes the same
+// cache to all of them (Options.PushCache). The zero value is ready.
+type PushCache struct {
 	mu sync.Mutex
 	m  map[string]*push
 	// count is how many pushes were started, failed ones included.
 	count int
+}
+
+// Pushes is how many pushes were started through c, failed ones included.
+func (c *PushCache) Pushes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.count
 }
 
 type push struct {
@@ -69,26 +80,30 @@ func (p *Provider) podImage(ctx context.Context, src envdeploy.Source) (string, 
 	}
 	target := p.registry + "/" + path
 	key := target + "\x00" + src.ImageID
+	c := p.pushes
 	for {
-		p.pushes.mu.Lock()
-		e, ok := p.pushes.m[key]
+		c.mu.Lock()
+		e, ok := c.m[key]
 		if !ok {
+			if c.m == nil {
+				c.m = map[string]*push{}
+			}
 			e = &push{done: make(chan struct{})}
-			p.pushes.m[key] = e
-			p.pushes.count++
-			p.pushes.mu.Unlock()
+			c.m[key] = e
+			c.count++
+			c.mu.Unlock()
 			e.ref, e.err = p.pushImage(ctx, src, target)
 			if e.err != nil {
 				// Not cached: the next deploy tries again (the
 				// registry may be back).
-				p.pushes.mu.Lock()
-				delete(p.pushes.m, key)
-				p.pushes.mu.Unlock()
+				c.mu.Lock()
+				delete(c.m, key)
+				c.mu.Unlock()
 			}
 			close(e.done)
 			return e.ref, e.err
 		}
-		p.pushes.mu.Unlock()
+		c.mu.Unlock()
 		select {
 		case <-e.done:
 		case <-ctx.Done():
@@ -119,7 +134,7 @@ func (p *Provider) pushImage(ctx context.Context, src envdeploy.Source, target s
 	if err != nil {
 		what := src.Ref
 		if src.What != "" {
-			what += " (" + src.What + ")"
+			what += " of " + src.What
 		}
 		return "", fmt.Errorf("kubernetes: %w: image %s to registry %s: %w", ErrImagePush, what, p.registry, err)
 	}

@@ -64,7 +64,8 @@ func TestImagesPassedThrough(t *testing.T) {
 func TestImagePushedOnce(t *testing.T) {
 	reg := startRegistry(t, "", "")
 	images := localimage.New(&localimage.Options{Host: reg.host, StoreID: "s1"})
-	p := imageProvider(t, kubernetes.Config{}, &kubernetes.Options{Images: images})
+	var cache kubernetes.PushCache
+	p := imageProvider(t, kubernetes.Config{}, &kubernetes.Options{Images: images, PushCache: &cache})
 	if p.Registry() != reg.host {
 		t.Fatalf("registry %q, want the image store's host %q", p.Registry(), reg.host)
 	}
@@ -96,6 +97,22 @@ func TestImagePushedOnce(t *testing.T) {
 	}
 	if puts := reg.manifestPuts.Load(); puts != 1 || p.Pushes() != 1 {
 		t.Errorf("%d manifest PUTs, %d pushes; want 1", puts, p.Pushes())
+	}
+	// Another provider of the process (the next task of an eval) sharing
+	// the cache does not push again; one with its own cache does.
+	shared := imageProvider(t, kubernetes.Config{}, &kubernetes.Options{Images: images, PushCache: &cache})
+	if again, err := kubernetes.PodImage(shared, context.Background(), src); err != nil || again != got[0] {
+		t.Fatalf("shared cache: %q, %v; want %q", again, err, got[0])
+	}
+	if puts := reg.manifestPuts.Load(); puts != 1 {
+		t.Errorf("a provider sharing the cache pushed again: %d manifest PUTs", puts)
+	}
+	own := imageProvider(t, kubernetes.Config{}, &kubernetes.Options{Images: images})
+	if again, err := kubernetes.PodImage(own, context.Background(), src); err != nil || again != got[0] {
+		t.Fatalf("own cache: %q, %v; want %q", again, err, got[0])
+	}
+	if puts := reg.manifestPuts.Load(); puts != 2 {
+		t.Errorf("a provider with its own cache: %d manifest PUTs, want 2", puts)
 	}
 }
 

@@ -47,6 +47,9 @@ type Options struct {
 	// Secrets resolves Config.ImagePullSecret; nil with one configured
 	// fails every deploy, naming the secret.
 	Secrets registry.SecretStore
+	// PushCache is shared by the providers of one process so each image
+	// is pushed once; nil = the provider's own.
+	PushCache *PushCache
 }
 
 // Provider talks to one namespace of one cluster.
@@ -61,7 +64,7 @@ type Provider struct {
 	images   registry.ImageStore
 	secrets  registry.SecretStore
 	registry string // where store images are pushed and pulled from
-	pushes   pushes
+	pushes   *PushCache
 
 	// forwards holds the stop functions of the port-forwards of each
 	// group (endpoint_mode port-forward), closed by Terminate and Close.
@@ -116,6 +119,9 @@ func New(cfg Config, o *Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
+	if opt.PushCache == nil {
+		opt.PushCache = &PushCache{}
+	}
 	if err := validRegistry(cfg.Registry); err != nil {
 		return nil, fmt.Errorf("kubernetes: sandbox.providers.kubernetes.config: %w", err)
 	}
@@ -124,7 +130,7 @@ func New(cfg Config, o *Options) (*Provider, error) {
 		reg = opt.Images.Host()
 	}
 	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){},
-		images: opt.Images, secrets: opt.Secrets, registry: reg, pushes: pushes{m: map[string]*push{}}}, nil
+		images: opt.Images, secrets: opt.Secrets, registry: reg, pushes: opt.PushCache}, nil
 }
 
 // Type implements envdeploy.Backend and sandbox.Provider.
@@ -137,13 +143,9 @@ func (p *Provider) Namespace() string { return p.ns }
 // no image store: nothing is pushed).
 func (p *Provider) Registry() string { return p.registry }
 
-// Pushes is how many image pushes this provider has started (each store
-// image once per process, unless a push failed).
-func (p *Provider) Pushes() int {
-	p.pushes.mu.Lock()
-	defer p.pushes.mu.Unlock()
-	return p.pushes.count
-}
+// Pushes is how many image pushes were started through the provider's
+// PushCache (each store image once, unless a push failed).
+func (p *Provider) Pushes() int { return p.pushes.Pushes() }
 
 // Clientset is the provider's client (tests inspect objects through it).
 func (p *Provider) Clientset() k8s.Interface { return p.cs }
