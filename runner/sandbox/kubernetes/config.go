@@ -82,8 +82,10 @@ type Config struct {
 	// Registry is the registry the cluster's nodes pull from, host[:port]
 	// ("127.0.0.1:5000"): the store's images are pushed there and Pods
 	// name them by digest. "" = the image store's host (the project's
-	// registry, `agent-env registry serve`). Plain HTTP to a loopback
-	// host, https to any other.
+	// registry, `agent-env registry serve`). The push is plain HTTP to a
+	// loopback host and https to any other; an "http://" or "https://"
+	// prefix says which (e.g. the project's registry on a LAN address,
+	// which serves plain HTTP). The prefix is never part of a Pod's image.
 	Registry string `json:"registry"`
 	// ImagePullSecret names a secret of the secret store holding a docker
 	// config JSON ({"auths": {"<registry>": {"auth": "<base64
@@ -113,19 +115,32 @@ func DecodeConfig(raw map[string]any) (Config, error) {
 	return c.withDefaults(), nil
 }
 
-// validRegistry accepts "" or a host[:port]: the part of an image
-// reference before the repository, so no scheme and no path.
-func validRegistry(r string) error {
+// splitRegistry splits Config.Registry into the push's scheme ("" = by
+// host) and the host[:port] that images are named with: the part of an
+// image reference before the repository, so no path.
+func splitRegistry(r string) (scheme, host string, err error) {
+	host = r
+	for _, s := range []string{"http", "https"} {
+		if rest, ok := strings.CutPrefix(r, s+"://"); ok {
+			scheme, host = s, rest
+		}
+	}
 	if r == "" {
-		return nil
+		return "", "", nil
 	}
-	if strings.Contains(r, "://") || strings.ContainsAny(r, "/@ ") {
-		return fmt.Errorf("registry %q: want host[:port] as in an image reference (no scheme, no path)", r)
+	bad := host == "" || strings.Contains(host, "://") || strings.ContainsAny(host, "/@ ")
+	if u, perr := url.Parse("//" + host); !bad && (perr != nil || u.Host != host) {
+		bad = true
 	}
-	if _, err := url.Parse("//" + r); err != nil {
-		return fmt.Errorf("registry %q: want host[:port]: %v", r, err)
+	if bad {
+		return "", "", fmt.Errorf("registry %q: want host[:port] as in an image reference, optionally after http:// or https:// (no path)", r)
 	}
-	return nil
+	return scheme, host, nil
+}
+
+func validRegistry(r string) error {
+	_, _, err := splitRegistry(r)
+	return err
 }
 
 func (c Config) withDefaults() Config {

@@ -121,7 +121,7 @@ func (p *Provider) podImage(ctx context.Context, src envdeploy.Source) (string, 
 // pushImage pushes src's tarball to target and returns the digest ref.
 func (p *Provider) pushImage(ctx context.Context, src envdeploy.Source, target string) (string, error) {
 	start := time.Now()
-	opt := &ociregistry.PushOptions{}
+	opt := &ociregistry.PushOptions{Scheme: p.pushScheme}
 	if p.cfg.ImagePullSecret != "" {
 		_, auths, err := p.pullSecretValue(ctx)
 		if err != nil {

@@ -61,10 +61,11 @@ type Provider struct {
 	storeID string
 	log     *slog.Logger
 
-	images   registry.ImageStore
-	secrets  registry.SecretStore
-	registry string // where store images are pushed and pulled from
-	pushes   *PushCache
+	images     registry.ImageStore
+	secrets    registry.SecretStore
+	registry   string // where store images are pushed and pulled from: host[:port]
+	pushScheme string // "http", "https" or "" (by host: ociregistry.PushOptions.Scheme)
+	pushes     *PushCache
 
 	// forwards holds the stop functions of the port-forwards of each
 	// group (endpoint_mode port-forward), closed by Terminate and Close.
@@ -122,15 +123,15 @@ func New(cfg Config, o *Options) (*Provider, error) {
 	if opt.PushCache == nil {
 		opt.PushCache = &PushCache{}
 	}
-	if err := validRegistry(cfg.Registry); err != nil {
+	scheme, reg, err := splitRegistry(cfg.Registry)
+	if err != nil {
 		return nil, fmt.Errorf("kubernetes: sandbox.providers.kubernetes.config: %w", err)
 	}
-	reg := cfg.Registry
 	if reg == "" && opt.Images != nil {
 		reg = opt.Images.Host()
 	}
 	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){},
-		images: opt.Images, secrets: opt.Secrets, registry: reg, pushes: opt.PushCache}, nil
+		images: opt.Images, secrets: opt.Secrets, registry: reg, pushScheme: scheme, pushes: opt.PushCache}, nil
 }
 
 // Type implements envdeploy.Backend and sandbox.Provider.

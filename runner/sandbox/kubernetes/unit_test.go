@@ -33,8 +33,10 @@ func TestDecodeConfig(t *testing.T) {
 		"deploy_timeout":           {"deploy_timeout": "soon"},
 		"network_policy_enforced":  {"network_policy_enforced": "yes"},
 		"image_pull_secret":        {"image_pull_secret": 3},
-		`registry "http://r:5000"`: {"registry": "http://r:5000"},
+		`registry "ftp://r:5000"`:  {"registry": "ftp://r:5000"},
 		`registry "r:5000/team"`:   {"registry": "r:5000/team"},
+		`registry "http://"`:       {"registry": "http://"},
+		`registry "r:port"`:        {"registry": "r:port"},
 	} {
 		if _, err := DecodeConfig(want); err == nil || !strings.Contains(err.Error(), raw) {
 			t.Errorf("%v: error %v, want one naming %s", want, err, raw)
@@ -50,14 +52,24 @@ func TestDecodeImageConfig(t *testing.T) {
 	if c.Registry != "127.0.0.1:5000" || c.ImagePullSecret != "REGISTRY_AUTH" {
 		t.Errorf("decoded %+v", c)
 	}
-	for _, r := range []string{"registry.example", "[::1]:5000", "localhost:5000"} {
+	for r, want := range map[string][2]string{
+		"registry.example": {"", "registry.example"}, "[::1]:5000": {"", "[::1]:5000"}, "localhost:5000": {"", "localhost:5000"},
+		"http://10.0.0.5:5000": {"http", "10.0.0.5:5000"}, "https://127.0.0.1:5000": {"https", "127.0.0.1:5000"},
+	} {
 		if _, err := DecodeConfig(map[string]any{"registry": r}); err != nil {
 			t.Errorf("registry %q: %v", r, err)
 		}
+		p, err := New(Config{Registry: r}, &Options{REST: restFor("http://127.0.0.1:1")})
+		if err != nil {
+			t.Fatalf("registry %q: %v", r, err)
+		}
+		if p.pushScheme != want[0] || p.Registry() != want[1] {
+			t.Errorf("registry %q: scheme %q, host %q; want %v", r, p.pushScheme, p.Registry(), want)
+		}
 	}
 	// New checks a Config that did not come through DecodeConfig.
-	if _, err := New(Config{Registry: "https://r"}, &Options{REST: restFor("http://127.0.0.1:1")}); err == nil || !strings.Contains(err.Error(), "registry") {
-		t.Errorf("New with a URL as registry: %v", err)
+	if _, err := New(Config{Registry: "https://r/v2"}, &Options{REST: restFor("http://127.0.0.1:1")}); err == nil || !strings.Contains(err.Error(), "registry") {
+		t.Errorf("New with a path in the registry: %v", err)
 	}
 }
 
