@@ -67,6 +67,7 @@ func podImage(t *testing.T, p *kubernetes.Provider, g envdeploy.Group, workload 
 // second instance does not push again; an image of another registry is
 // passed through; each group has the pull Secret, gone after teardown.
 func TestStoreImageDeploy(t *testing.T) {
+	testCluster(t) // skips before a registry starts when there is no cluster
 	reg := startRegistry(t, "robot", "pw-42")
 	pull := dockerConfigJSON(reg.host, "robot", "pw-42")
 	p, ns, images := imageCluster(t, reg, "PULL", map[string]string{"PULL": pull})
@@ -133,6 +134,7 @@ func TestStoreImageDeploy(t *testing.T) {
 // TestSandboxPullSecret: a deploy_sandbox Pod gets the pull Secret too
 // (its image is used as written: no tarball comes with it).
 func TestSandboxPullSecret(t *testing.T) {
+	testCluster(t) // skips before a registry starts when there is no cluster
 	reg := startRegistry(t, "", "")
 	p, ns, _ := imageCluster(t, reg, "PULL", map[string]string{"PULL": dockerConfigJSON("ghcr.io", "u", "p")})
 	ctx := context.Background()
@@ -162,6 +164,7 @@ func TestSandboxPullSecret(t *testing.T) {
 // down, and a pull secret missing from the secret store, fail the deploy
 // naming the cause and leave nothing in the namespace.
 func TestStoreImageDeployFailures(t *testing.T) {
+	testCluster(t) // skips before a registry starts when there is no cluster
 	refusing := startRegistry(t, "robot", "right")
 	down := startRegistry(t, "", "")
 	down.srv.Close()
@@ -209,6 +212,7 @@ func TestStoreImageDeployFailures(t *testing.T) {
 // TestPrunePullSecret: prune removes an orphaned group's pull Secret with
 // its Pod, Service and environment Secret.
 func TestPrunePullSecret(t *testing.T) {
+	testCluster(t) // skips before a registry starts when there is no cluster
 	reg := startRegistry(t, "", "")
 	p, ns, images := imageCluster(t, reg, "PULL", map[string]string{"PULL": dockerConfigJSON(reg.host, "u", "p")})
 	ref, _ := images.Ref("items__env_image", 1)
