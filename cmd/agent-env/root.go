@@ -15,6 +15,7 @@ import (
 	"github.com/agentenv/agentenv/plugin"
 	"github.com/agentenv/agentenv/registry/stores"
 	"github.com/agentenv/agentenv/runner"
+	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
 	"github.com/agentenv/agentenv/runner/sandbox/local"
 )
 
@@ -47,6 +48,9 @@ type deps struct {
 	pluginsConfigured sync.Once
 	// proc is the process plugins of the command (processplugins.go).
 	proc processPlugins
+	// kubePushes is shared by every kubernetes provider of the process
+	// (one per task of an eval), so each image is pushed once.
+	kubePushes kubernetes.PushCache
 }
 
 func defaultDeps() *deps {

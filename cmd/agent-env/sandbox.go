@@ -66,7 +66,7 @@ func newSandboxCmd(d *deps) *cobra.Command {
 // exist. Env and agent groups of those runs carry owner labels, so the
 // label prune already removed them.
 func (d *deps) pruneAbandoned(ctx context.Context, st *storeSet) ([]string, error) {
-	providers := d.sandboxProviders(local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()}), st.StoreID())
+	providers := d.sandboxProviders(local.New(d.sandboxRoot(), &local.Options{Logger: d.logger()}), st)
 	svc := &runner.Services{Sandboxes: providers}
 	var removed []string
 	var errs []error

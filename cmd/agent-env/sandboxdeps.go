@@ -122,7 +122,7 @@ func (d *deps) envDeployer(cfg *config.Config, st *storeSet, id string, persist 
 	}
 	proc := process.New(d.processRoot(), &process.Options{Logger: d.logger()})
 	backends["process"] = proc
-	if kp := d.kubernetesProvider(cfg, st.StoreID()); kp != nil { // kubernetes.go
+	if kp := d.kubernetesProvider(cfg, st); kp != nil { // kubernetes.go
 		backends[kp.Type()] = kp
 	}
 	d.addPluginBackends(backends, st.StoreID()) // plugins.go
@@ -210,14 +210,15 @@ func (d *deps) runDeployer(st *storeSet, id string) *envdeploy.Deployer {
 // sandboxProviders are the runner's sandbox providers: local work folders
 // and, for container-mode sandboxes, the local Docker engine ("docker";
 // it is contacted only when a step uses it). Docker resources carry
-// storeID.
-func (d *deps) sandboxProviders(lp runner.SandboxProvider, storeID string) map[string]runner.SandboxProvider {
+// st's store id.
+func (d *deps) sandboxProviders(lp runner.SandboxProvider, st *storeSet) map[string]runner.SandboxProvider {
+	storeID := st.StoreID()
 	out := map[string]runner.SandboxProvider{lp.Type(): lp}
 	if dp, err := docker.New(&docker.Options{Logger: d.logger(), StoreID: storeID}); err == nil {
 		out[docker.TypeName] = dp
 	}
 	if cfg, err := d.loadConfig(); err == nil {
-		if kp := d.kubernetesProvider(cfg, storeID); kp != nil {
+		if kp := d.kubernetesProvider(cfg, st); kp != nil {
 			out[kp.Type()] = kp
 		}
 	}

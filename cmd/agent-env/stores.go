@@ -62,7 +62,7 @@ func (d *deps) services(ctx context.Context, st *storeSet, id string) *runner.Se
 		Documents:      st.DocumentsFor(id),
 		Objects:        st.Objects,
 		Artifacts:      st.ArtifactsFor(id),
-		Sandboxes:      d.sandboxProviders(lp, st.StoreID()), // local + docker (sandboxdeps.go)
+		Sandboxes:      d.sandboxProviders(lp, st), // local + docker (sandboxdeps.go)
 		DefaultSandbox: st.defaultSandbox,
 		SandboxAliases: map[string]string{"process": lp.Type()}, // run hello --sandbox process
 		Deployer:       d.runDeployer(st, id),                   // deploy_env, deploy_agent (sandboxdeps.go)

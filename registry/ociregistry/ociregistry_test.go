@@ -59,7 +59,7 @@ func TestPushServeRestart(t *testing.T) {
 
 	s := start(t, dir)
 	ref := s.Addr() + "/items__env_image:v1"
-	digest, err := ociregistry.PushTarball(context.Background(), open, ref)
+	digest, err := ociregistry.PushTarball(context.Background(), open, ref, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPushServeRestart(t *testing.T) {
 		t.Fatalf("GET manifest = %d %s, want 200 %s", code, got, digest)
 	}
 	// Pushing again is idempotent (blobs already there).
-	if _, err := ociregistry.PushTarball(context.Background(), open, ref); err != nil {
+	if _, err := ociregistry.PushTarball(context.Background(), open, ref, nil); err != nil {
 		t.Fatalf("second push: %v", err)
 	}
 	if err := s.Close(context.Background()); err != nil {
@@ -101,12 +101,12 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	open := func() (io.ReadCloser, error) { return io.NopCloser(strings.NewReader("not a tarball")), nil }
 	for _, ref := range []string{"", "noslash", "host/repo", "host/repo:"} {
-		if _, err := ociregistry.PushTarball(ctx, open, ref); err == nil || !strings.Contains(err.Error(), "reference") {
+		if _, err := ociregistry.PushTarball(ctx, open, ref, nil); err == nil || !strings.Contains(err.Error(), "reference") {
 			t.Errorf("PushTarball(%q): %v", ref, err)
 		}
 	}
 	s := start(t, t.TempDir())
-	if _, err := ociregistry.PushTarball(ctx, open, s.Addr()+"/x:v1"); err == nil || !strings.Contains(err.Error(), "tarball") {
+	if _, err := ociregistry.PushTarball(ctx, open, s.Addr()+"/x:v1", nil); err == nil || !strings.Contains(err.Error(), "tarball") {
 		t.Errorf("garbage tarball: %v", err)
 	}
 	if _, err := ociregistry.Start("127.0.0.1:0", "", nil); err == nil {

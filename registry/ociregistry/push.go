@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,24 +20,56 @@ import (
 // e.g. from the object store. It may be called several times.
 type Opener func() (io.ReadCloser, error)
 
+// PushOptions tunes PushTarball. A nil *PushOptions means defaults: no
+// credentials, http.DefaultClient, and the scheme picked by host.
+type PushOptions struct {
+	// Username and Password are sent as HTTP basic auth to the registry
+	// host (never to an upload URL on another host); "" = anonymous. Only
+	// basic auth is spoken, not the bearer-token exchange of hosted
+	// registries.
+	Username, Password string
+	// Scheme is "http" or "https". "" = http for a loopback host
+	// (localhost, 127.0.0.0/8, ::1: the project's own registry, which
+	// container engines accept without TLS) and https for any other.
+	Scheme string
+	// Client sends the requests; nil = http.DefaultClient.
+	Client *http.Client
+}
+
 // PushTarball pushes the image in the tarball to ref
-// ("localhost:5000/items__env_image:v1") over plain HTTP (the local
-// registry; no auth) and returns the manifest digest. The tarball must hold
-// exactly one image.
+// ("localhost:5000/items__env_image:v1") and returns the manifest digest.
+// The tarball must hold exactly one image.
 //
 // It speaks the distribution API directly (monolithic blob uploads and a
 // manifest PUT) instead of go-containerregistry's remote package, whose
 // credential helpers would pull the Docker CLI into the module.
-func PushTarball(ctx context.Context, open Opener, ref string) (string, error) {
+func PushTarball(ctx context.Context, open Opener, ref string, o *PushOptions) (string, error) {
 	host, repo, tag, err := splitRef(ref)
 	if err != nil {
 		return "", err
+	}
+	var opt PushOptions
+	if o != nil {
+		opt = *o
+	}
+	switch opt.Scheme {
+	case "":
+		opt.Scheme = "https"
+		if IsLoopbackHost(host) {
+			opt.Scheme = "http"
+		}
+	case "http", "https":
+	default:
+		return "", fmt.Errorf("push %s: scheme %q: want http or https", ref, opt.Scheme)
+	}
+	if opt.Client == nil {
+		opt.Client = http.DefaultClient
 	}
 	img, err := tarball.Image(func() (io.ReadCloser, error) { return gunzipIfNeeded(open) }, nil)
 	if err != nil {
 		return "", fmt.Errorf("push %s: read tarball: %w", ref, err)
 	}
-	p := pusher{ctx: ctx, base: "http://" + host + "/v2/" + repo}
+	p := pusher{ctx: ctx, host: host, base: opt.Scheme + "://" + host + "/v2/" + repo, opt: opt}
 	layers, err := img.Layers()
 	if err != nil {
 		return "", fmt.Errorf("push %s: layers: %w", ref, err)
@@ -91,9 +124,34 @@ func splitRef(ref string) (host, repo, tag string, err error) {
 	return host, rest[:i], rest[i+1:], nil
 }
 
+// IsLoopbackHost reports whether host ("localhost:5000", "127.0.0.1",
+// "[::1]:5000") names this machine's loopback interface.
+func IsLoopbackHost(host string) bool {
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	h = strings.Trim(h, "[]")
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
+
 type pusher struct {
 	ctx  context.Context
+	host string // the registry's host[:port]: credentials go only there
 	base string
+	opt  PushOptions
+}
+
+// send adds the credentials when req goes to the registry host and sends it.
+func (p pusher) send(req *http.Request) (*http.Response, error) {
+	if p.opt.Username != "" && req.URL.Host == p.host {
+		req.SetBasicAuth(p.opt.Username, p.opt.Password)
+	}
+	return p.opt.Client.Do(req)
 }
 
 func (p pusher) blob(d v1.Hash, open func() (io.ReadCloser, error)) error {
@@ -101,7 +159,7 @@ func (p pusher) blob(d v1.Hash, open func() (io.ReadCloser, error)) error {
 	if err != nil {
 		return err
 	}
-	if resp, err := http.DefaultClient.Do(head); err == nil {
+	if resp, err := p.send(head); err == nil {
 		resp.Body.Close()
 		if resp.StatusCode == http.StatusOK {
 			return nil // already there
@@ -111,7 +169,7 @@ func (p pusher) blob(d v1.Hash, open func() (io.ReadCloser, error)) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.DefaultClient.Do(start)
+	resp, err := p.send(start)
 	if err != nil {
 		return err
 	}
@@ -146,7 +204,7 @@ func (p pusher) do(method, u, contentType string, body io.Reader, size int64, wa
 		req.ContentLength = size
 	}
 	req.Header.Set("Content-Type", contentType)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.send(req)
 	if err != nil {
 		return err
 	}

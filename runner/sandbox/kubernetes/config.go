@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -78,6 +79,21 @@ type Config struct {
 	// cannot tell; without this, allowlist sandboxes are refused rather
 	// than run unconfined.
 	NetworkPolicyEnforced bool `json:"network_policy_enforced"`
+	// Registry is the registry the cluster's nodes pull from, host[:port]
+	// ("127.0.0.1:5000"): the store's images are pushed there and Pods
+	// name them by digest. "" = the image store's host (the project's
+	// registry, `agent-env registry serve`). The push is plain HTTP to a
+	// loopback host and https to any other; an "http://" or "https://"
+	// prefix says which (e.g. the project's registry on a LAN address,
+	// which serves plain HTTP). The prefix is never part of a Pod's image.
+	Registry string `json:"registry"`
+	// ImagePullSecret names a secret of the secret store holding a docker
+	// config JSON ({"auths": {"<registry>": {"auth": "<base64
+	// user:password>"}}}). Each group gets it as a
+	// kubernetes.io/dockerconfigjson Secret named in its Pods'
+	// imagePullSecrets, and pushes to Registry use its credentials for
+	// that host. "" = none (anonymous pulls and pushes).
+	ImagePullSecret string `json:"image_pull_secret"`
 }
 
 // DecodeConfig decodes the provider's config table strictly: an unknown
@@ -93,7 +109,38 @@ func DecodeConfig(raw map[string]any) (Config, error) {
 	if err := dec.Decode(&c); err != nil {
 		return c, fmt.Errorf("sandbox.providers.kubernetes.config: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
+	if err := validRegistry(c.Registry); err != nil {
+		return c, fmt.Errorf("sandbox.providers.kubernetes.config: %w", err)
+	}
 	return c.withDefaults(), nil
+}
+
+// splitRegistry splits Config.Registry into the push's scheme ("" = by
+// host) and the host[:port] that images are named with: the part of an
+// image reference before the repository, so no path.
+func splitRegistry(r string) (scheme, host string, err error) {
+	host = r
+	for _, s := range []string{"http", "https"} {
+		if rest, ok := strings.CutPrefix(r, s+"://"); ok {
+			scheme, host = s, rest
+		}
+	}
+	if r == "" {
+		return "", "", nil
+	}
+	bad := host == "" || strings.Contains(host, "://") || strings.ContainsAny(host, "/@ ")
+	if u, perr := url.Parse("//" + host); !bad && (perr != nil || u.Host != host) {
+		bad = true
+	}
+	if bad {
+		return "", "", fmt.Errorf("registry %q: want host[:port] as in an image reference, optionally after http:// or https:// (no path)", r)
+	}
+	return scheme, host, nil
+}
+
+func validRegistry(r string) error {
+	_, _, err := splitRegistry(r)
+	return err
 }
 
 func (c Config) withDefaults() Config {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,11 @@ type Group struct {
 	p      *Provider
 	id     string
 	labels map[string]string
+
+	// mu guards pullSecret: whether this value has made sure of the
+	// group's image pull Secret (ensurePullSecret).
+	mu         sync.Mutex
+	pullSecret bool
 }
 
 func randHex(n int) string {
@@ -105,13 +111,23 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		return envdeploy.Endpoint{}, fmt.Errorf("kubernetes: workload %s: %w", w.Name, err)
 	}
 	ps := podSpec{name: g.podName(w.Name), gid: g.id, workload: w.Name, kind: w.Role, groupLabels: g.labels,
-		image: w.Source.Ref, env: env, port: w.Port, ttl: g.ttl()}
-	return g.run(ctx, ps, w.Publish)
+		env: env, port: w.Port, ttl: g.ttl()}
+	return g.run(ctx, ps, w.Source, w.Publish)
 }
 
-// run creates ps's objects and waits for its Pod.
-func (g *Group) run(ctx context.Context, ps podSpec, publish bool) (envdeploy.Endpoint, error) {
+// run creates ps's objects, the Pod running src's image, and waits for
+// the Pod. The image is pushed and the group's pull Secret made before
+// anything of the workload is created, so a failure there leaves nothing.
+func (g *Group) run(ctx context.Context, ps podSpec, src envdeploy.Source, publish bool) (envdeploy.Endpoint, error) {
 	p := g.p
+	image, err := p.podImage(ctx, src)
+	if err != nil {
+		return envdeploy.Endpoint{}, err
+	}
+	ps.image = image
+	if ps.pullSecret, err = g.ensurePullSecret(ctx); err != nil {
+		return envdeploy.Endpoint{}, err
+	}
 	created := false
 	fail := func(err error) (envdeploy.Endpoint, error) {
 		if created {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/agentenv/agentenv/registry"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/sandbox"
 )
@@ -39,6 +40,16 @@ type Options struct {
 	// REST, when set, is used instead of loading Config.Kubeconfig (tests
 	// and programs that already hold a client config).
 	REST *rest.Config
+	// Images is the image store: a workload whose image it owns (and
+	// whose tarball the deploy has) is pushed to Config.Registry, whose
+	// default is Images.Host(). nil = every image is used as written.
+	Images registry.ImageStore
+	// Secrets resolves Config.ImagePullSecret; nil with one configured
+	// fails every deploy, naming the secret.
+	Secrets registry.SecretStore
+	// PushCache is shared by the providers of one process so each image
+	// is pushed once; nil = the provider's own.
+	PushCache *PushCache
 }
 
 // Provider talks to one namespace of one cluster.
@@ -49,6 +60,12 @@ type Provider struct {
 	cfg     Config
 	storeID string
 	log     *slog.Logger
+
+	images     registry.ImageStore
+	secrets    registry.SecretStore
+	registry   string // where store images are pushed and pulled from: host[:port]
+	pushScheme string // "http", "https" or "" (by host: ociregistry.PushOptions.Scheme)
+	pushes     *PushCache
 
 	// forwards holds the stop functions of the port-forwards of each
 	// group (endpoint_mode port-forward), closed by Terminate and Close.
@@ -103,7 +120,18 @@ func New(cfg Config, o *Options) (*Provider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes: %w", err)
 	}
-	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){}}, nil
+	if opt.PushCache == nil {
+		opt.PushCache = &PushCache{}
+	}
+	scheme, reg, err := splitRegistry(cfg.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes: sandbox.providers.kubernetes.config: %w", err)
+	}
+	if reg == "" && opt.Images != nil {
+		reg = opt.Images.Host()
+	}
+	return &Provider{cs: cs, rc: rc, ns: ns, cfg: cfg, storeID: opt.StoreID, log: opt.Logger, forwards: map[string][]func(){},
+		images: opt.Images, secrets: opt.Secrets, registry: reg, pushScheme: scheme, pushes: opt.PushCache}, nil
 }
 
 // Type implements envdeploy.Backend and sandbox.Provider.
@@ -111,6 +139,14 @@ func (p *Provider) Type() string { return TypeName }
 
 // Namespace is the namespace objects are created in.
 func (p *Provider) Namespace() string { return p.ns }
+
+// Registry is where the store's images are pushed and pulled from ("" =
+// no image store: nothing is pushed).
+func (p *Provider) Registry() string { return p.registry }
+
+// Pushes is how many image pushes were started through the provider's
+// PushCache (each store image once, unless a push failed).
+func (p *Provider) Pushes() int { return p.pushes.Pushes() }
 
 // Clientset is the provider's client (tests inspect objects through it).
 func (p *Provider) Clientset() k8s.Interface { return p.cs }

@@ -116,6 +116,7 @@ type podSpec struct {
 	name, gid, workload, kind string
 	groupLabels               map[string]string
 	image                     string
+	pullSecret                string            // the imagePullSecrets entry; "" = none
 	env                       map[string]string // goes into a Secret of the same name
 	port                      int
 	ttl                       time.Duration // activeDeadlineSeconds; 0 = none
@@ -154,6 +155,9 @@ func (s podSpec) pod() *corev1.Pod {
 			AutomountServiceAccountToken: &f,
 			EnableServiceLinks:           &f,
 		},
+	}
+	if s.pullSecret != "" {
+		pod.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: s.pullSecret}}
 	}
 	if s.ttl > 0 {
 		secs := int64((s.ttl + time.Second - 1) / time.Second)

@@ -32,10 +32,72 @@ func TestDecodeConfig(t *testing.T) {
 		"endpoint_mode":            {"endpoint_mode": "nodeport"},
 		"deploy_timeout":           {"deploy_timeout": "soon"},
 		"network_policy_enforced":  {"network_policy_enforced": "yes"},
+		"image_pull_secret":        {"image_pull_secret": 3},
+		`registry "ftp://r:5000"`:  {"registry": "ftp://r:5000"},
+		`registry "r:5000/team"`:   {"registry": "r:5000/team"},
+		`registry "http://"`:       {"registry": "http://"},
+		`registry "r:port"`:        {"registry": "r:port"},
 	} {
 		if _, err := DecodeConfig(want); err == nil || !strings.Contains(err.Error(), raw) {
 			t.Errorf("%v: error %v, want one naming %s", want, err, raw)
 		}
+	}
+}
+
+func TestDecodeImageConfig(t *testing.T) {
+	c, err := DecodeConfig(map[string]any{"registry": "127.0.0.1:5000", "image_pull_secret": "REGISTRY_AUTH"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Registry != "127.0.0.1:5000" || c.ImagePullSecret != "REGISTRY_AUTH" {
+		t.Errorf("decoded %+v", c)
+	}
+	for r, want := range map[string][2]string{
+		"registry.example": {"", "registry.example"}, "[::1]:5000": {"", "[::1]:5000"}, "localhost:5000": {"", "localhost:5000"},
+		"http://10.0.0.5:5000": {"http", "10.0.0.5:5000"}, "https://127.0.0.1:5000": {"https", "127.0.0.1:5000"},
+	} {
+		if _, err := DecodeConfig(map[string]any{"registry": r}); err != nil {
+			t.Errorf("registry %q: %v", r, err)
+		}
+		p, err := New(Config{Registry: r}, &Options{REST: restFor("http://127.0.0.1:1")})
+		if err != nil {
+			t.Fatalf("registry %q: %v", r, err)
+		}
+		if p.pushScheme != want[0] || p.Registry() != want[1] {
+			t.Errorf("registry %q: scheme %q, host %q; want %v", r, p.pushScheme, p.Registry(), want)
+		}
+	}
+	// New checks a Config that did not come through DecodeConfig.
+	if _, err := New(Config{Registry: "https://r/v2"}, &Options{REST: restFor("http://127.0.0.1:1")}); err == nil || !strings.Contains(err.Error(), "registry") {
+		t.Errorf("New with a path in the registry: %v", err)
+	}
+}
+
+func TestDockerConfigCredentials(t *testing.T) {
+	dc := dockerConfig{Auths: map[string]dockerAuth{
+		"r1:5000":                     {Auth: "dTE6cDE="}, // u1:p1
+		"https://r2.example/v1/":      {Username: "u2", Password: "p2"},
+		"r3":                          {Auth: "not base64"},
+		"https://index.docker.io/v1/": {Auth: "dTE6cDE="},
+	}}
+	for host, want := range map[string]string{"r1:5000": "u1:p1", "r2.example": "u2:p2", "r3": ":", "r4": ":", "r1": ":"} {
+		u, p := dc.credentials(host)
+		if u+":"+p != want {
+			t.Errorf("credentials(%q) = %q:%q, want %s", host, u, p, want)
+		}
+	}
+}
+
+func TestPodPullSecret(t *testing.T) {
+	pod := podSpec{name: "p", gid: "g", image: "r/x@sha256:00", pullSecret: "g-image-pull"}.pod()
+	if ips := pod.Spec.ImagePullSecrets; len(ips) != 1 || ips[0].Name != "g-image-pull" {
+		t.Errorf("imagePullSecrets %+v", ips)
+	}
+	if pod := (podSpec{name: "p", gid: "g", image: "busybox:1"}).pod(); pod.Spec.ImagePullSecrets != nil {
+		t.Errorf("imagePullSecrets without a pull secret: %+v", pod.Spec.ImagePullSecrets)
+	}
+	if errs := validation.IsDNS1123Subdomain(pullSecretName(strings.Repeat("g", 70))); len(errs) > 0 {
+		t.Errorf("pull secret name: %v", errs)
 	}
 }
 
