@@ -1,0 +1,156 @@
+package kubecluster_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/internal/kubecluster"
+)
+
+// TestRealNodeRunsHostNetworkPod starts the cluster with a real kubelet
+// on a private containerd, pushes a FROM scratch image holding an HTTP
+// server to the cluster's registry, runs it as a hostNetwork Pod and
+// gets its answer on 127.0.0.1; Stop must then leave nothing behind.
+func TestRealNodeRunsHostNetworkPod(t *testing.T) {
+	if os.Getenv(kubecluster.EnvBin) == "" {
+		t.Skipf("the real-node test needs %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute})
+	switch {
+	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
+		t.Skipf("real node: %v", err)
+	case err != nil:
+		t.Fatalf("start: %v", err)
+	}
+	dir := c.Dir
+	stopped := false
+	defer func() {
+		if !stopped {
+			if err := c.Stop(); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+		}
+	}()
+	t.Logf("control plane and node Ready in %v", time.Since(start).Round(100*time.Millisecond))
+
+	bin, err := imagebuild.BuildGo(ctx, "./testdata/hello", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.PushImage(ctx, "hello:v1", imagebuild.Image{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := freePort(t)
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	const text = "hello from a real kubelet"
+	if err := c.CreateNamespace(ctx, "real"); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := k8s.NewForConfig(c.REST(c.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "real"},
+		Spec: corev1.PodSpec{
+			HostNetwork:                  true,
+			AutomountServiceAccountToken: &no,
+			Containers: []corev1.Container{{
+				Name: "hello", Image: ref, Args: []string{addr, text},
+				ImagePullPolicy: corev1.PullIfNotPresent,
+			}},
+		},
+	}
+	podStart := time.Now()
+	if _, err := cs.CoreV1().Pods("real").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitRunning(ctx, t, cs, c)
+	t.Logf("pod Running %v after create (first pull included)", time.Since(podStart).Round(100*time.Millisecond))
+
+	resp, err := http.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatalf("GET the pod's server: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(body) != text {
+		t.Fatalf("pod answered %q, want %q", body, text)
+	}
+
+	stopped = true
+	if err := c.Stop(); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("cluster folder %s left: %v", dir, err)
+	}
+	if conn, err := net.Dial("tcp", addr); err == nil {
+		conn.Close()
+		t.Errorf("the pod's server still answers on %s after Stop", addr)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", filepath.Base(dir))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the node's cgroup is left: %v", err)
+	}
+}
+
+// waitRunning watches the Pod until it is Running (or fails).
+func waitRunning(ctx context.Context, t *testing.T, cs k8s.Interface, c *kubecluster.Cluster) {
+	t.Helper()
+	w, err := cs.CoreV1().Pods("real").Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "hello").String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	var last *corev1.Pod
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatalf("watch closed; last status %+v", last)
+			}
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			last = p
+			switch p.Status.Phase {
+			case corev1.PodRunning:
+				return
+			case corev1.PodFailed, corev1.PodSucceeded:
+				t.Fatalf("pod ended: %s %+v\nkubelet log:\n%s", p.Status.Phase, p.Status.ContainerStatuses, c.LogTail("kubelet", 30))
+			}
+		case <-ctx.Done():
+			t.Fatalf("pod not Running: %v; last status %+v\nkubelet log:\n%s", ctx.Err(), last, c.LogTail("kubelet", 40))
+		}
+	}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
