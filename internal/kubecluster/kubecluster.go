@@ -184,7 +184,10 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 		// No controller-manager keeps the kubernetes Service's
 		// endpoints: nothing to reconcile.
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false"); err != nil {
+		"--enable-priority-and-fairness=false",
+		// exec, logs and port-forward reach the kubelet at its node's
+		// address: 127.0.0.1, not its name (which resolves nowhere).
+		"--kubelet-preferred-address-types=InternalIP,Hostname"); err != nil {
 		return c, err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.URL+"/readyz", c.AdminToken); err != nil {

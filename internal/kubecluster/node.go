@@ -19,6 +19,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
@@ -319,6 +320,14 @@ current-context: c
 	c.Nodes = []string{NodeName}
 	if err := c.waitNodeReady(ctx, cs); err != nil {
 		return err
+	}
+	// The kubelet refuses a loopback node IP and so publishes no address
+	// (it logs the refusal at every status update and leaves the
+	// addresses alone): without one the API server cannot reach it for
+	// exec, logs or port-forward. The kubelet listens on 127.0.0.1 only.
+	addrs := fmt.Sprintf(`{"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"},{"type":"Hostname","address":%q}]}}`, NodeName)
+	if _, err := cs.CoreV1().Nodes().Patch(ctx, NodeName, types.MergePatchType, []byte(addrs), metav1.PatchOptions{}, "status"); err != nil {
+		return fmt.Errorf("kubecluster: set the node's address: %w", err)
 	}
 	// The kubelet only warns about fields it does not know; a misspelt
 	// one would leave a default such as /var/log/pods in place.
