@@ -78,6 +78,11 @@ type Config struct {
 	// cannot tell; without this, allowlist sandboxes are refused rather
 	// than run unconfined.
 	NetworkPolicyEnforced bool `json:"network_policy_enforced"`
+	// HostNetwork runs every Pod in its node's network namespace, for
+	// clusters without a CNI network (a lone kubelet on containerd). Pods
+	// then share the node's ports: two workloads listening on the same
+	// port cannot run on one node.
+	HostNetwork bool `json:"host_network"`
 }
 
 // DecodeConfig decodes the provider's config table strictly: an unknown

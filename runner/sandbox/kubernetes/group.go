@@ -105,7 +105,7 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		return envdeploy.Endpoint{}, fmt.Errorf("kubernetes: workload %s: %w", w.Name, err)
 	}
 	ps := podSpec{name: g.podName(w.Name), gid: g.id, workload: w.Name, kind: w.Role, groupLabels: g.labels,
-		image: w.Source.Ref, env: env, port: w.Port, ttl: g.ttl()}
+		image: w.Source.Ref, env: env, port: w.Port, ttl: g.ttl(), hostNetwork: g.p.cfg.HostNetwork}
 	return g.run(ctx, ps, w.Publish)
 }
 

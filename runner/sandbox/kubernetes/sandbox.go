@@ -90,7 +90,7 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 		}
 	}
 	ps := podSpec{name: g.podName(mainWorkload), gid: id, workload: mainWorkload, kind: "sandbox", groupLabels: g.labels,
-		image: s.Image, env: s.Env, port: s.Port, ttl: ttl, cpu: cpu, memoryMB: mem, workDir: "/app"}
+		image: s.Image, env: s.Env, port: s.Port, ttl: ttl, cpu: cpu, memoryMB: mem, workDir: "/app", hostNetwork: p.cfg.HostNetwork}
 	ep, err := g.run(ctx, ps, s.Port > 0)
 	if err != nil {
 		return fail(err)
