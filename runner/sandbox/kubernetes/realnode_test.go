@@ -1,0 +1,125 @@
+package kubernetes_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentenv/agentenv/internal/imagebuild"
+	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/runner/sandbox"
+	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
+	"github.com/agentenv/agentenv/runner/sandboxtest"
+)
+
+// Tier 2: the provider on a real node (a kubelet on containerd), where
+// Pods run and exec reaches them.
+
+// busybox is Debian's busybox-static, the shell and tools of the
+// container sandbox image (the provider's file operations are sh, cat,
+// stat and tar).
+const busybox = "/bin/busybox"
+
+// TestRealNodeSandboxConformance runs the shared sandbox suite's
+// container-mode cases on the real node: CopyOut through exec and tar in
+// a FROM scratch image of busybox, with symlinks planted by ln -s.
+func TestRealNodeSandboxConformance(t *testing.T) {
+	if os.Getenv(kubecluster.EnvBin) == "" {
+		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
+	}
+	if _, err := os.Stat(busybox); err != nil {
+		t.Skipf("the real-node sandbox image needs %s (Debian's busybox-static): %v", busybox, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute})
+	switch {
+	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
+		t.Skipf("real node: %v", err)
+	case err != nil:
+		t.Fatalf("start: %v", err)
+	}
+	defer func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	ref := pushBusybox(ctx, t, c)
+	ns := namespace(t, c)
+	// A small request: the suite runs several sandboxes at once on a node
+	// of the host's cores.
+	spec := sandbox.Spec{Mode: sandbox.ModeContainer, Image: ref, CPU: 0.1, MemoryMB: 64, Env: map[string]string{"REALNODE_VAR": "v1"}}
+	newProvider := func(t *testing.T) sandbox.Provider {
+		p, err := kubernetes.New(kubernetes.Config{Namespace: ns, HostNetwork: true}, &kubernetes.Options{REST: c.REST(c.AdminToken)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sandboxtest.RunWith(t, newProvider, &sandboxtest.Options{ContainerSpec: &spec})
+
+	// The suite runs Exec and the file operations in VM mode only; here
+	// they run in a container on the node.
+	t.Run("ContainerExecAndFiles", func(t *testing.T) {
+		p := newProvider(t)
+		defer p.Close()
+		start := time.Now()
+		sb, err := p.CreateSandbox(ctx, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("sandbox Running in %v", time.Since(start).Round(10*time.Millisecond))
+		defer func() {
+			if err := sb.Terminate(context.Background()); err != nil {
+				t.Errorf("Terminate: %v", err)
+			}
+		}()
+		res, err := sb.Exec(ctx, []string{"sh", "-c", "echo out; echo err >&2; echo $REALNODE_VAR; exit 3"}, nil)
+		if err != nil || res.ExitCode != 3 || string(res.Stdout) != "out\nv1\n" || string(res.Stderr) != "err\n" {
+			t.Errorf("Exec = %d %q %q, %v", res.ExitCode, res.Stdout, res.Stderr, err)
+		}
+		if err := sb.WriteFile(ctx, "/app/x/note.txt", strings.NewReader("hello"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := sb.ReadFile(ctx, "/app/x/note.txt"); err != nil || string(b) != "hello" {
+			t.Errorf("ReadFile = %q, %v", b, err)
+		}
+		if fi, err := sb.Stat(ctx, "/app/x/note.txt"); err != nil || fi.Size() != 5 || fi.Mode().Perm() != 0o640 {
+			t.Errorf("Stat = %+v, %v", fi, err)
+		}
+		if _, err := sb.ReadFile(ctx, "/app/missing"); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFile of a missing file: %v, want fs.ErrNotExist", err)
+		}
+	})
+}
+
+// pushBusybox pushes a FROM scratch image whose entrypoint is the
+// cluster's pause program (a sandbox Pod must keep running) and whose
+// /bin holds busybox under the names the provider and the suite run.
+func pushBusybox(ctx context.Context, t *testing.T, c *kubecluster.Cluster) string {
+	t.Helper()
+	pause, err := imagebuild.BuildGo(ctx, "github.com/agentenv/agentenv/internal/kubecluster/pause", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{}
+	// Debian's busybox runs its own applets from sh without a PATH
+	// lookup; these are the names exec'd directly.
+	for _, name := range []string{"busybox", "sh", "cat", "true", "env", "tar", "stat", "ln", "sleep"} {
+		files["/bin/"+name] = busybox
+	}
+	ref, err := c.PushImage(ctx, "busybox-sandbox:v1", imagebuild.Image{
+		Binary: pause, Entrypoint: "/pause",
+		Env:   map[string]string{"PATH": "/bin"},
+		Files: files,
+		Dirs:  append([]imagebuild.Dir{{Path: "/app", Mode: 0o777}}, imagebuild.DefaultDirs...),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ref
+}
