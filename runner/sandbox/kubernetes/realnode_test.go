@@ -3,8 +3,12 @@ package kubernetes_test
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
+	"net"
+	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +99,52 @@ func TestRealNodeSandboxConformance(t *testing.T) {
 			t.Errorf("ReadFile of a missing file: %v, want fs.ErrNotExist", err)
 		}
 	})
+	// A published port in port-forward mode: the API server, the kubelet
+	// and containerd forward a loopback port to the (host network) Pod.
+	t.Run("PortForward", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		p, err := kubernetes.New(kubernetes.Config{Namespace: ns, HostNetwork: true, EndpointMode: kubernetes.EndpointPortForward}, &kubernetes.Options{REST: c.REST(c.AdminToken)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ps := spec
+		ps.Port = port
+		sb, err := p.CreateSandbox(ctx, ps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := sb.Terminate(context.Background()); err != nil {
+				t.Errorf("Terminate: %v", err)
+			}
+		}()
+		if err := sb.WriteFile(ctx, "/app/www/index.html", strings.NewReader("through the tunnel"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// busybox httpd puts itself in the background once listening.
+		if res, err := sb.Exec(ctx, []string{"httpd", "-p", "127.0.0.1:" + strconv.Itoa(port), "-h", "/app/www"}, nil); err != nil || res.ExitCode != 0 {
+			t.Fatalf("httpd: %+v, %v", res, err)
+		}
+		url := sb.(*kubernetes.Sandbox).TunnelURLs()[port]
+		if !strings.HasPrefix(url, "http://127.0.0.1:") {
+			t.Fatalf("tunnel URL %q", url)
+		}
+		resp, err := http.Get(url + "/index.html")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || string(body) != "through the tunnel" {
+			t.Errorf("GET through the port-forward: %d %q", resp.StatusCode, body)
+		}
+	})
 }
 
 // pushBusybox pushes a FROM scratch image whose entrypoint is the
@@ -109,7 +159,7 @@ func pushBusybox(ctx context.Context, t *testing.T, c *kubecluster.Cluster) stri
 	files := map[string]string{}
 	// Debian's busybox runs its own applets from sh without a PATH
 	// lookup; these are the names exec'd directly.
-	for _, name := range []string{"busybox", "sh", "cat", "true", "env", "tar", "stat", "ln", "sleep"} {
+	for _, name := range []string{"busybox", "sh", "cat", "true", "env", "tar", "stat", "ln", "sleep", "httpd"} {
 		files["/bin/"+name] = busybox
 	}
 	ref, err := c.PushImage(ctx, "busybox-sandbox:v1", imagebuild.Image{
