@@ -82,6 +82,7 @@ type Cluster struct {
 
 	node      *node
 	nodeToken string
+	nodeLock  net.Listener
 
 	opt      Options
 	ports    []int
@@ -198,6 +199,9 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 		return c, fmt.Errorf("kubecluster: %w", err)
 	}
 	if opt.Kubelet {
+		if c.nodeLock, err = lockNode(ctx); err != nil {
+			return c, err
+		}
 		if err := c.startNode(ctx, cs); err != nil {
 			return c, err
 		}
@@ -526,6 +530,10 @@ func (c *Cluster) Stop() error {
 	if c.node != nil {
 		errs = append(errs, c.cleanupNodeHost()...)
 		c.node = nil
+	}
+	if c.nodeLock != nil {
+		c.nodeLock.Close()
+		c.nodeLock = nil
 	}
 	if left := processesUnder(c.Dir); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("kubecluster: processes left running from %s: %v", c.Dir, left))

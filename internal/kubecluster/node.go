@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -68,6 +69,34 @@ const (
 	kubeletLibDir     = "/var/lib/kubelet"
 	deviceSocket      = "/var/lib/kubelet/device-plugins/kubelet.sock"
 )
+
+// nodeLock is an abstract unix socket (no file; released when its
+// process dies) held by the one real node of the host at a time. Two
+// kubelets would share what the kubelet does not let its configuration
+// move (/var/lib/kubelet/device-plugins, the kernel tunables), and a second
+// node would record the first one's tunables as the host's and put them
+// back at its Stop.
+const nodeLock = "@agentenv-kubecluster-node"
+
+// lockNode waits, up to ctx, for the host's real-node lock.
+func lockNode(ctx context.Context) (net.Listener, error) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		l, err := net.Listen("unix", nodeLock)
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, fmt.Errorf("kubecluster: node lock: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("kubecluster: waiting for another real node of this host to stop: %w", ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
 
 // checkContainerd reports whether the host can run the real node.
 func checkContainerd() error {

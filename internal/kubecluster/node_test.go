@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,4 +154,43 @@ func freePort(t *testing.T) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRealNodeKubeletFailsToStart: a kubelet that exits at once fails
+// Start with its log, and the cleanup after it (containerd and all) leaves
+// nothing behind.
+func TestRealNodeKubeletFailsToStart(t *testing.T) {
+	bin := os.Getenv(kubecluster.EnvBin)
+	if bin == "" {
+		t.Skipf("the real-node test needs %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"etcd", "kube-apiserver", "kwok", "kwok-stages.yaml"} {
+		if err := os.Symlink(filepath.Join(bin, f), filepath.Join(dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubelet"), []byte("#!/bin/sh\necho 'broken kubelet for the test' >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := kubecluster.Start(ctx, &kubecluster.Options{BinDir: dir, Kubelet: true, StartTimeout: 3 * time.Minute})
+	switch {
+	case errors.Is(err, kubecluster.ErrNoContainerd):
+		t.Skipf("real node: %v", err)
+	case err == nil:
+		c.Stop()
+		t.Fatal("Start succeeded with a kubelet that exits")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "kubelet exited before its node was ready") || !strings.Contains(msg, "broken kubelet for the test") {
+		t.Errorf("error does not say the kubelet exited, with its log: %v", err)
+	}
+	// Stop's own complaints are joined to the error.
+	for _, left := range []string{"left", "still accepts", "did not exit", "unmount", "remove cgroup", "restore"} {
+		if strings.Contains(msg, left) {
+			t.Errorf("the cleanup after the failed start reports %q: %v", left, err)
+		}
+	}
 }
