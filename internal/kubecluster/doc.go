@@ -25,7 +25,9 @@
 // PushImage), which also holds the sandbox ("pause") image, built from
 // ./pause. The kubelet runs with failCgroupV1: false (these hosts are
 // cgroup v1), cgroupsPerQOS off and its Pods' cgroups under one folder
-// named after the cluster's, and listens on 127.0.0.1 only. Start returns
+// named after the cluster's, and listens on 127.0.0.1 only. One real node
+// runs on a host at a time (the kubelet's device socket and the kernel
+// tunables it sets are host-wide): Start waits for the other's Stop. Start returns
 // ErrNoContainerd where the node cannot run (not root, no containerd).
 //
 // Stop kills what Start started, by PID, and checks nothing is left: no
