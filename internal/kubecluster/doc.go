@@ -24,8 +24,8 @@
 // cluster's in-process OCI registry (Registry, plain HTTP on 127.0.0.1;
 // PushImage), which also holds the sandbox ("pause") image, built from
 // ./pause. The kubelet runs with failCgroupV1: false (these hosts are
-// cgroup v1), cgroupsPerQOS off and its Pods' cgroups under one folder
-// named after the cluster's, and listens on 127.0.0.1 only. One real node
+// cgroup v1) and its cgroupRoot (the kubepods tree, every Pod's cgroup) in
+// one folder named after the cluster's, and listens on 127.0.0.1 only. One real node
 // runs on a host at a time (the kubelet's device socket and the kernel
 // tunables it sets are host-wide): Start waits for the other's Stop. Start returns
 // ErrNoContainerd where the node cannot run (not root, no containerd).

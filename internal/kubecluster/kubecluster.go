@@ -509,7 +509,13 @@ func (c *Cluster) Stop() error {
 		if p.name == "containerd" {
 			// The kubelet has exited: remove the containers while
 			// containerd can still shut their shims down.
-			errs = append(errs, c.stopNodeRuntime()...)
+			running := true
+			select {
+			case <-p.done:
+				running = false // ctr would wait out its timeout
+			default:
+			}
+			errs = append(errs, c.stopNodeRuntime(running)...)
 		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -555,6 +561,9 @@ func (c *Cluster) Stop() error {
 // processesUnder lists the pids of processes whose command line or
 // working folder names dir.
 func processesUnder(dir string) []int {
+	if dir == "" {
+		return nil // every command line "contains" it
+	}
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range ents {

@@ -116,7 +116,9 @@ func checkContainerd() error {
 // startNode starts the in-process registry holding the pause image, a
 // private containerd and the kubelet, and waits for the node to be Ready.
 func (c *Cluster) startNode(ctx context.Context, cs k8s.Interface) error {
-	n := &node{sysctls: map[string]string{}}
+	// The cgroup folder is named before anything can fail: Stop removes
+	// the tree under it, so it must never be empty (a hierarchy's root).
+	n := &node{sysctls: map[string]string{}, cgroupRoot: "/" + filepath.Base(c.Dir)}
 	c.node = n
 	reg, err := ociregistry.Start("127.0.0.1:0", filepath.Join(c.Dir, "registry"), &ociregistry.Options{Logger: c.opt.Logger})
 	if err != nil {
@@ -131,7 +133,6 @@ func (c *Cluster) startNode(ctx context.Context, cs k8s.Interface) error {
 	cd := filepath.Join(c.Dir, "containerd")
 	n.sock = filepath.Join(cd, "containerd.sock")
 	n.runcRoot = filepath.Join(cd, "runc")
-	n.cgroupRoot = "/" + filepath.Base(c.Dir)
 	for _, d := range []string{filepath.Join(cd, "cni", "net.d"), filepath.Join(cd, "cni", "bin")} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return fmt.Errorf("kubecluster: %w", err)
@@ -283,6 +284,9 @@ func (c *Cluster) startKubelet(ctx context.Context, cs k8s.Interface) error {
 		return err
 	}
 	c.ports = append(c.ports, ports...)
+	if err := makeCgroupRoot(n.cgroupRoot); err != nil {
+		return err
+	}
 	kd := filepath.Join(c.Dir, "kubelet")
 	if err := os.MkdirAll(kd, 0o700); err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
@@ -306,9 +310,11 @@ containerRuntimeEndpoint: unix://%s
 failCgroupV1: false
 failSwapOn: false
 cgroupDriver: cgroupfs
-# No kubepods hierarchy on the host: the Pods' cgroups go under one
-# folder of the cluster's own, which Stop removes.
-cgroupsPerQOS: false
+# The kubepods hierarchy, and so every Pod's and container's cgroup, goes
+# under one folder of the cluster's own, which Stop removes. (Without
+# cgroupsPerQOS the kubelet passes no parent and containerd puts them in
+# a host-wide /k8s.io.)
+cgroupsPerQOS: true
 cgroupRoot: %s
 enforceNodeAllocatable: []
 makeIPTablesUtilChains: false
@@ -395,39 +401,47 @@ func (c *Cluster) waitNodeReady(ctx context.Context, cs k8s.Interface) error {
 // through containerd (so the shims exit and remove their sockets), then
 // kills and deletes whatever runc still lists under the node's runc root,
 // then kills any shim left by its PID.
-func (c *Cluster) stopNodeRuntime() []error {
+func (c *Cluster) stopNodeRuntime(containerdRunning bool) []error {
 	n := c.node
+	if n.sock == "" || n.runcRoot == "" {
+		return nil // containerd was never configured
+	}
 	var errs []error
 	ctx := context.Background()
 	var ids []string
-	// A removal may fail because the CRI plugin, seeing a Pod's sandbox
-	// die, removed the task first: what counts is what is left after.
-	if out, err := c.ctr(ctx, "tasks", "ls", "-q"); err == nil {
-		ids = strings.Fields(out)
-		for _, id := range ids {
-			_, _ = c.ctr(ctx, "tasks", "rm", "-f", id)
+	if containerdRunning {
+		// A removal may fail because the CRI plugin, seeing a Pod's
+		// sandbox die, removed the task first: what counts is what is
+		// left after.
+		if out, err := c.ctr(ctx, "tasks", "ls", "-q"); err == nil {
+			ids = strings.Fields(out)
+			for _, id := range ids {
+				_, _ = c.ctr(ctx, "tasks", "rm", "-f", id)
+			}
 		}
-	}
-	if out, err := c.ctr(ctx, "containers", "ls", "-q"); err == nil {
-		for _, id := range strings.Fields(out) {
-			_, _ = c.ctr(ctx, "containers", "rm", id)
+		if out, err := c.ctr(ctx, "containers", "ls", "-q"); err == nil {
+			for _, id := range strings.Fields(out) {
+				_, _ = c.ctr(ctx, "containers", "rm", id)
+			}
 		}
-	}
-	for _, what := range []string{"tasks", "containers"} {
-		if out, err := c.ctr(ctx, what, "ls", "-q"); err == nil && strings.TrimSpace(out) != "" {
-			errs = append(errs, fmt.Errorf("kubecluster: containerd %s left after removal: %s", what, strings.Join(strings.Fields(out), " ")))
+		for _, what := range []string{"tasks", "containers"} {
+			if out, err := c.ctr(ctx, what, "ls", "-q"); err == nil && strings.TrimSpace(out) != "" {
+				errs = append(errs, fmt.Errorf("kubecluster: containerd %s left after removal: %s", what, strings.Join(strings.Fields(out), " ")))
+			}
 		}
 	}
 	// A containerd that died leaves its containers to runc.
 	root := filepath.Join(n.runcRoot, "k8s.io")
 	if out, err := exec.Command(runcBin, "--root", root, "list", "-q").Output(); err == nil {
 		for _, id := range strings.Fields(string(out)) {
+			ids = append(ids, id)
 			_ = exec.Command(runcBin, "--root", root, "kill", id, "KILL").Run()
 			if out, err := exec.Command(runcBin, "--root", root, "delete", "-f", id).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("kubecluster: runc delete %s: %w: %s", id, err, bytes.TrimSpace(out)))
 			}
 		}
 	}
+	// Shims name containerd's socket on their command line.
 	for _, pid := range processesUnder(n.sock) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
@@ -452,6 +466,10 @@ func (c *Cluster) cleanupNodeHost() []error {
 		errs = append(errs, err)
 	}
 	hier, _ := os.ReadDir("/sys/fs/cgroup")
+	if !strings.HasPrefix(n.cgroupRoot, "/agentenv-kube-") {
+		// Never a hierarchy's root or another's folder.
+		hier = nil
+	}
 	for _, h := range hier {
 		if err := removeCgroupTree(filepath.Join("/sys/fs/cgroup", h.Name(), n.cgroupRoot)); err != nil {
 			errs = append(errs, err)
@@ -489,7 +507,7 @@ func (c *Cluster) cleanupNodeHost() []error {
 		}
 		cancel()
 	}
-	if left := processesInCgroup(n.cgroupRoot); len(left) > 0 {
+	if left := processesInCgroup(n.cgroupRoot); len(hier) > 0 && len(left) > 0 {
 		errs = append(errs, fmt.Errorf("kubecluster: container processes left in cgroup %s: %v", n.cgroupRoot, left))
 	}
 	return errs
@@ -536,6 +554,34 @@ func unescapeMount(s string) string {
 		out.WriteByte(s[i])
 	}
 	return out.String()
+}
+
+// makeCgroupRoot creates the cgroup folder root in every hierarchy (the
+// kubelet requires its cgroupRoot to exist). A new cpuset starts with no
+// CPUs or memory nodes: it gets its parent's.
+func makeCgroupRoot(root string) error {
+	hier, err := os.ReadDir("/sys/fs/cgroup")
+	if err != nil {
+		return fmt.Errorf("kubecluster: %w", err)
+	}
+	for _, h := range hier {
+		d := filepath.Join("/sys/fs/cgroup", h.Name(), root)
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("kubecluster: cgroup %s: %w", d, err)
+		}
+		if h.Name() == "cpuset" {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				b, err := os.ReadFile(filepath.Join(filepath.Dir(d), f))
+				if err == nil {
+					err = os.WriteFile(filepath.Join(d, f), b, 0o644)
+				}
+				if err != nil {
+					return fmt.Errorf("kubecluster: cgroup %s: %w", d, err)
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // removeCgroupTree removes a cgroup folder and its children, deepest

@@ -3,6 +3,7 @@ package kubecluster_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -88,6 +89,13 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	waitRunning(ctx, t, cs, c)
 	t.Logf("pod Running %v after create (first pull included)", time.Since(podStart).Round(100*time.Millisecond))
 
+	// The server's cgroup must be under the cluster's own folder, which
+	// Stop removes, not in a host-wide one.
+	cg := serverCgroup(t, port)
+	if !strings.HasPrefix(cg, "/"+filepath.Base(dir)+"/") {
+		t.Errorf("the Pod's memory cgroup is %q, not under /%s", cg, filepath.Base(dir))
+	}
+
 	resp, err := http.Get("http://" + addr + "/")
 	if err != nil {
 		t.Fatalf("GET the pod's server: %v", err)
@@ -111,6 +119,11 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", filepath.Base(dir))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the node's cgroup is left: %v", err)
+	}
+	if cg != "" {
+		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", cg)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the Pod's cgroup %s is left: %v", cg, err)
+		}
 	}
 }
 
@@ -193,4 +206,41 @@ func TestRealNodeKubeletFailsToStart(t *testing.T) {
 			t.Errorf("the cleanup after the failed start reports %q: %v", left, err)
 		}
 	}
+}
+
+// serverCgroup is the memory cgroup of the process listening on port
+// (found by its socket's inode in /proc/net/tcp).
+func serverCgroup(t *testing.T, port int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inode := ""
+	want := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(string(b), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) > 9 && strings.HasSuffix(f[1], want) && f[3] == "0A" { // LISTEN
+			inode = f[9]
+		}
+	}
+	if inode == "" {
+		t.Fatalf("nothing listens on port %d", port)
+	}
+	procs, _ := os.ReadDir("/proc")
+	for _, p := range procs {
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			if l, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); l == "socket:["+inode+"]" {
+				cg, _ := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
+				for _, line := range strings.Split(string(cg), "\n") {
+					if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && parts[1] == "memory" {
+						return parts[2]
+					}
+				}
+			}
+		}
+	}
+	t.Fatalf("no process holds the socket listening on port %d", port)
+	return ""
 }
