@@ -33,6 +33,12 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// The kubelet sets these at start; Stop must put them back.
+	tunables := map[string]string{}
+	for _, f := range []string{"vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops"} {
+		b, _ := os.ReadFile("/proc/sys/" + f)
+		tunables[f] = string(b)
+	}
 	start := time.Now()
 	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute})
 	switch {
@@ -119,6 +125,11 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", filepath.Base(dir))); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the node's cgroup is left: %v", err)
+	}
+	for f, was := range tunables {
+		if b, _ := os.ReadFile("/proc/sys/" + f); string(b) != was {
+			t.Errorf("%s is %q after Stop, was %q", f, b, was)
+		}
 	}
 	if cg != "" {
 		if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/memory", cg)); !errors.Is(err, os.ErrNotExist) {
