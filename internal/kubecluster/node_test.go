@@ -1,6 +1,7 @@
 package kubecluster_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -21,12 +22,14 @@ import (
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/registry/ociregistry"
 )
 
 // TestRealNodeRunsHostNetworkPod starts the cluster with a real kubelet
 // on a private containerd, pushes a FROM scratch image holding an HTTP
-// server to the cluster's registry, runs it as a hostNetwork Pod and
-// gets its answer on 127.0.0.1; Stop must then leave nothing behind.
+// server to a registry on 127.0.0.1 (not the cluster's own), runs it as
+// a hostNetwork Pod and gets its answer on 127.0.0.1; Stop must then
+// leave nothing behind: folder, port, cgroups, kernel tunables.
 func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	if os.Getenv(kubecluster.EnvBin) == "" {
 		t.Skipf("the real-node test needs %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
@@ -39,8 +42,17 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 		b, _ := os.ReadFile("/proc/sys/" + f)
 		tunables[f] = string(b)
 	}
+	// The workload's image is in a registry of its own, as the project's
+	// images are in its registry on 127.0.0.1: the node pulls from it
+	// over plain HTTP because Options.PlainHTTPRegistries names it.
+	reg, err := ociregistry.Start("127.0.0.1:0", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reg.Close(context.Background())
+	ref := pushHello(ctx, t, reg.Addr()+"/hello:v1")
 	start := time.Now()
-	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute})
+	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute, PlainHTTPRegistries: []string{reg.Addr()}})
 	switch {
 	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
 		t.Skipf("real node: %v", err)
@@ -58,14 +70,6 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	}()
 	t.Logf("control plane and node Ready in %v", time.Since(start).Round(100*time.Millisecond))
 
-	bin, err := imagebuild.BuildGo(ctx, "./testdata/hello", t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, err := c.PushImage(ctx, "hello:v1", imagebuild.Image{Binary: bin})
-	if err != nil {
-		t.Fatal(err)
-	}
 	port := freePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	const text = "hello from a real kubelet"
@@ -254,4 +258,25 @@ func serverCgroup(t *testing.T, port int) string {
 	}
 	t.Fatalf("no process holds the socket listening on port %d", port)
 	return ""
+}
+
+// pushHello pushes a FROM scratch image of ./testdata/hello to ref.
+func pushHello(ctx context.Context, t *testing.T, ref string) string {
+	t.Helper()
+	bin, err := imagebuild.BuildGo(ctx, "./testdata/hello", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := imagebuild.Scratch(imagebuild.Image{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := imagebuild.WriteTarball(&buf, ref, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ociregistry.PushTarball(ctx, func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil }, ref); err != nil {
+		t.Fatal(err)
+	}
+	return ref
 }
