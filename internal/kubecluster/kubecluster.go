@@ -261,10 +261,12 @@ func freePorts(n int) ([]int, error) {
 // admin kubeconfig kwok uses.
 func (c *Cluster) writeFiles() error {
 	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,%s,%s,\n", c.AdminToken, c.UserToken, UserName, UserName)
-	// The real node's kubelet. Without the Node authorizer (and the
-	// controllers it relies on) a kubelet's own RBAC role does not let it
-	// read the Pods bound to it: it is an admin.
-	tokens += fmt.Sprintf("%s,system:node:%s,system:node:%s,\"system:nodes,system:masters\"\n", c.nodeToken, NodeName, NodeName)
+	if c.opt.Kubelet {
+		// The real node's kubelet. Without the Node authorizer (and the
+		// controllers it relies on) a kubelet's own RBAC role does not
+		// let it read the Pods bound to it: it is an admin.
+		tokens += fmt.Sprintf("%s,system:node:%s,system:node:%s,\"system:nodes,system:masters\"\n", c.nodeToken, NodeName, NodeName)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
