@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
@@ -89,6 +90,12 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 			Containers: []corev1.Container{{
 				Name: "hello", Image: ref, Args: []string{addr, text},
 				ImagePullPolicy: corev1.PullIfNotPresent,
+				// Running is when the process starts; Ready, once the
+				// kubelet's probe connects, is when it listens.
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Host: "127.0.0.1", Port: intstr.FromInt(port)}},
+					PeriodSeconds: 1,
+				},
 			}},
 		},
 	}
@@ -96,8 +103,8 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	if _, err := cs.CoreV1().Pods("real").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitRunning(ctx, t, cs, c)
-	t.Logf("pod Running %v after create (first pull included)", time.Since(podStart).Round(100*time.Millisecond))
+	waitReady(ctx, t, cs, c)
+	t.Logf("pod Ready %v after create (first pull and the first probe included)", time.Since(podStart).Round(100*time.Millisecond))
 
 	// The server's cgroup must be under the cluster's own folder, which
 	// Stop removes, not in a host-wide one.
@@ -142,8 +149,8 @@ func TestRealNodeRunsHostNetworkPod(t *testing.T) {
 	}
 }
 
-// waitRunning watches the Pod until it is Running (or fails).
-func waitRunning(ctx context.Context, t *testing.T, cs k8s.Interface, c *kubecluster.Cluster) {
+// waitReady watches the Pod until it is Ready (or fails).
+func waitReady(ctx context.Context, t *testing.T, cs k8s.Interface, c *kubecluster.Cluster) {
 	t.Helper()
 	w, err := cs.CoreV1().Pods("real").Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", "hello").String()})
 	if err != nil {
@@ -162,14 +169,17 @@ func waitRunning(ctx context.Context, t *testing.T, cs k8s.Interface, c *kubeclu
 				continue
 			}
 			last = p
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return
+				}
+			}
 			switch p.Status.Phase {
-			case corev1.PodRunning:
-				return
 			case corev1.PodFailed, corev1.PodSucceeded:
 				t.Fatalf("pod ended: %s %+v\nkubelet log:\n%s", p.Status.Phase, p.Status.ContainerStatuses, c.LogTail("kubelet", 30))
 			}
 		case <-ctx.Done():
-			t.Fatalf("pod not Running: %v; last status %+v\nkubelet log:\n%s", ctx.Err(), last, c.LogTail("kubelet", 40))
+			t.Fatalf("pod not Ready: %v; last status %+v\nkubelet log:\n%s", ctx.Err(), last, c.LogTail("kubelet", 40))
 		}
 	}
 }
