@@ -15,6 +15,9 @@ import (
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/protocol"
+	"github.com/agentenv/agentenv/runner/envdeploy"
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox"
 	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
 	"github.com/agentenv/agentenv/runner/sandboxtest"
@@ -32,26 +35,12 @@ const busybox = "/bin/busybox"
 // container-mode cases on the real node: CopyOut through exec and tar in
 // a FROM scratch image of busybox, with symlinks planted by ln -s.
 func TestRealNodeSandboxConformance(t *testing.T) {
-	if os.Getenv(kubecluster.EnvBin) == "" {
-		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
-	}
-	if _, err := os.Stat(busybox); err != nil {
+	if _, err := os.Stat(busybox); err != nil && os.Getenv(kubecluster.EnvBin) != "" {
 		t.Skipf("the real-node sandbox image needs %s (Debian's busybox-static): %v", busybox, err)
 	}
+	c := realNode(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 3 * time.Minute})
-	switch {
-	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
-		t.Skipf("real node: %v", err)
-	case err != nil:
-		t.Fatalf("start: %v", err)
-	}
-	defer func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	}()
 	ref := pushBusybox(ctx, t, c)
 	ns := namespace(t, c)
 	// A small request: the suite runs several sandboxes at once on a node
@@ -145,6 +134,113 @@ func TestRealNodeSandboxConformance(t *testing.T) {
 			t.Errorf("GET through the port-forward: %d %q", resp.StatusCode, body)
 		}
 	})
+}
+
+// TestRealNodeHostNetworkGroup runs two workloads that both listen on the
+// echo env's port as one group on the real node: with host_network the
+// group plans a node port per workload (passed in MCP_PORT), returns it as
+// the workload's internal address, and each answers there, one of them
+// also through the port-forward.
+func TestRealNodeHostNetworkGroup(t *testing.T) {
+	c := realNode(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bin, err := imagebuild.BuildGo(ctx, "github.com/agentenv/agentenv/examples/envs/echo/cmd/echo-env", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := c.PushImage(ctx, "echo-env:v1", imagebuild.Image{Binary: bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace(t, c)
+	p, err := kubernetes.New(kubernetes.Config{Namespace: ns, HostNetwork: true, EndpointMode: kubernetes.EndpointPortForward}, &kubernetes.Options{REST: c.REST(c.AdminToken)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	g, err := p.CreateGroup(ctx, envdeploy.GroupSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := g.Terminate(context.Background()); err != nil {
+			t.Errorf("Terminate: %v", err)
+		}
+	}()
+	planned := map[string]string{}
+	for i, name := range []string{"alpha", "beta"} {
+		w := envdeploy.Workload{Name: name, Role: envdeploy.TypeMCPServer, Source: envdeploy.Source{Ref: ref},
+			Port: envdeploy.MCPPort, PortEnv: "MCP_PORT", Publish: i == 0,
+			Env: map[string]string{"MCP_HOST": "127.0.0.1", "ENVIRONMENT_NAME": name}}
+		planned[name] = g.(envdeploy.AddressPlanner).InternalURL(w)
+		start := time.Now()
+		ep, err := g.Run(ctx, w)
+		if err != nil {
+			t.Fatalf("run %s: %v", name, err)
+		}
+		t.Logf("%s Running in %v at %s", name, time.Since(start).Round(10*time.Millisecond), ep.Internal)
+		if ep.Internal != planned[name] {
+			t.Errorf("%s runs at %s, planned %s", name, ep.Internal, planned[name])
+		}
+		urls := []string{ep.Internal}
+		if w.Publish {
+			urls = append(urls, ep.Host)
+		}
+		// Running is when the process starts, not when it listens.
+		envdeploytest.Poll(t, func() bool {
+			resp, err := http.Get(ep.Internal + protocol.EnvCardPath)
+			if err == nil {
+				resp.Body.Close()
+			}
+			return err == nil
+		})
+		for _, u := range urls {
+			if body := get(t, u+protocol.EnvCardPath); !strings.Contains(body, name) {
+				t.Errorf("%s card at %s does not name it: %s", name, u, body)
+			}
+		}
+	}
+	if planned["alpha"] == planned["beta"] {
+		t.Errorf("both workloads planned at %s", planned["alpha"])
+	}
+}
+
+func get(t *testing.T, u string) string {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET %s: %s %s", u, resp.Status, b)
+	}
+	return string(b)
+}
+
+// realNode starts a cluster with a real node for one test, or skips.
+func realNode(t *testing.T) *kubecluster.Cluster {
+	t.Helper()
+	if os.Getenv(kubecluster.EnvBin) == "" {
+		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 4 * time.Minute})
+	switch {
+	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
+		t.Skipf("real node: %v", err)
+	case err != nil:
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return c
 }
 
 // pushBusybox pushes a FROM scratch image whose entrypoint is the
