@@ -78,10 +78,11 @@ type Config struct {
 	// cannot tell; without this, allowlist sandboxes are refused rather
 	// than run unconfined.
 	NetworkPolicyEnforced bool `json:"network_policy_enforced"`
-	// HostNetwork runs every Pod in its node's network namespace, for
-	// clusters without a CNI network (a lone kubelet on containerd). Pods
-	// then share the node's ports: two workloads listening on the same
-	// port cannot run on one node.
+	// HostNetwork runs every Pod in its node's network namespace, for a
+	// lone node on the runner's machine without a CNI network. Pods then
+	// share the node's ports: a group gives each workload a port of its
+	// own through its PortEnv, and its address is 127.0.0.1 (no cluster
+	// DNS resolves Service names there).
 	HostNetwork bool `json:"host_network"`
 }
 
