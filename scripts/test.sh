@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 TEST_GROUPS=(
 	"docker|docker|./runner/sandbox/docker/...|Docker sandboxes, images and networks|start a Docker engine"
 	"steps-docker|docker|./runner/steps/dockercontainer/...|task containers: run_docker_container and run_container_unit_tests_verifier on Docker|start a Docker engine"
-	"kube|env:AGENTENV_KUBE_BIN|./runner/sandbox/kubernetes/... ./internal/kubecluster/...|the kubernetes provider on etcd, kube-apiserver and kwok fake nodes (tier 1)|integration/kube/build.sh, then export AGENTENV_KUBE_BIN=<the folder it prints>"
+	"kube|env:AGENTENV_KUBE_BIN|./runner/sandbox/kubernetes/... ./internal/kubecluster/...|the kubernetes provider on etcd, kube-apiserver and kwok fake nodes (tier 1); a real kubelet node on containerd when kubelet is built (tier 2)|integration/kube/build.sh, then export AGENTENV_KUBE_BIN=<the folder it prints>"
 	"postgres|env:AGENTENV_TEST_POSTGRES_DSN|./registry/postgres/...|the document store on PostgreSQL|source .ci/postgres.sh && start_postgres (as root), or point AGENTENV_TEST_POSTGRES_DSN at a server"
 	"temporal|env:AGENTENV_TEMPORAL_DEVSERVER|./runner/temporal/realserver/...|the Temporal runner on a real server: agent-env workers, a killed worker, cancel, eval|export AGENTENV_TEMPORAL_DEVSERVER=$(integration/temporal/build-devserver.sh)"
 )

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Builds the static binaries the Kubernetes integration tests run against:
 # kube-apiserver, etcd and kwok, each from its own builder module in this folder
-# (their k8s.io versions differ, so they cannot share one go.mod).
+# (their k8s.io versions differ, so they cannot share one go.mod), and kubelet
+# for the real-node tests. kubelet is built from k8s.io/kubernetes v1.37.2 with the
+# same replaces as kube-apiserver, but in its own builder module: a tool added to
+# the apiserver module would change its go.sum and so the cache key of the
+# (ten-minute) kube-apiserver build.
 #
 # Binaries are cached in ${XDG_CACHE_HOME:-$HOME/.cache}/agentenv/integration/bin,
 # keyed by the builder module's go.mod + go.sum + sources and the Go version, so a
@@ -12,7 +16,9 @@
 # the same kwok release (kwok runs no stages unless given some), read by
 # the test harness (internal/kubecluster).
 #
-# Usage: integration/kube/build.sh [--if-cached] [apiserver|etcd|kwok ...]   (default: all three)
+# Usage: integration/kube/build.sh [--if-cached] [apiserver|etcd|kwok|kubelet ...]
+# The default is apiserver, etcd and kwok; kubelet is built only when named, and
+# is optional for the tests on kwok's fake nodes (its tests skip without it).
 # kube-apiserver is by far the largest: a cold build takes tens of minutes on 2 cores.
 # With --if-cached nothing is built: it prints the AGENTENV_KUBE_BIN line when every
 # binary asked for is already cached, and exits 1 naming what is missing otherwise
@@ -26,12 +32,13 @@ mkdir -p "$out"
 export CGO_ENABLED=0
 
 # name of the builder folder -> binary name and package to build.
-declare -A bin=([apiserver]=kube-apiserver [etcd]=etcd [kwok]=kwok)
-declare -A pkg=([apiserver]=k8s.io/kubernetes/cmd/kube-apiserver [etcd]=. [kwok]=sigs.k8s.io/kwok/cmd/kwok)
-# kube-apiserver reports its version from ldflags; without them it says v0.0.0,
-# which clients such as kwok read as "too old".
+declare -A bin=([apiserver]=kube-apiserver [etcd]=etcd [kwok]=kwok [kubelet]=kubelet)
+declare -A pkg=([apiserver]=k8s.io/kubernetes/cmd/kube-apiserver [etcd]=. [kwok]=sigs.k8s.io/kwok/cmd/kwok [kubelet]=k8s.io/kubernetes/cmd/kubelet)
+# kube-apiserver and kubelet report their version from ldflags; without them they
+# say v0.0.0, which clients such as kwok read as "too old".
+kver="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitVersion=v1.37.2 -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
 declare -A ldx=(
-	[apiserver]="-X k8s.io/component-base/version.gitVersion=v1.37.2 -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37 -X k8s.io/client-go/pkg/version.gitVersion=v1.37.2 -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=37"
+	[apiserver]="$kver" [kubelet]="$kver"
 	[etcd]="" [kwok]="-X sigs.k8s.io/kwok/pkg/consts.Version=v0.8.0")
 
 log() { printf '%s build.sh: %s\n' "$(date -u +%H:%M:%S)" "$*" >&2; }
@@ -85,7 +92,7 @@ fi
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(apiserver etcd kwok)
 for t in "${targets[@]}"; do
-	[ -n "${bin[$t]:-}" ] || { log "unknown target $t (want apiserver, etcd or kwok)"; exit 2; }
+	[ -n "${bin[$t]:-}" ] || { log "unknown target $t (want apiserver, etcd, kwok or kubelet)"; exit 2; }
 	build_one "$t" || exit 1
 done
 echo "AGENTENV_KUBE_BIN=$out"

@@ -54,6 +54,16 @@ type Options struct {
 	// StartTimeout bounds Start (default 2 minutes: a cold API server
 	// takes tens of seconds on a loaded machine).
 	StartTimeout time.Duration
+	// Kubelet runs one real node instead of kwok's fake ones (Nodes is
+	// then ignored): a kubelet from BinDir on a private containerd
+	// (Debian's containerd and runc), Pods hostNetwork only, images
+	// pulled from the cluster's own in-process registry (Registry). It
+	// needs root; Start returns ErrNoContainerd where containerd cannot
+	// run and ErrNoBinaries when BinDir has no kubelet.
+	Kubelet bool
+	// PlainHTTPRegistries are further registries ("127.0.0.1:5000") the
+	// node pulls from over plain HTTP, beside Registry.
+	PlainHTTPRegistries []string
 }
 
 // Cluster is a running control plane.
@@ -64,8 +74,15 @@ type Cluster struct {
 	URL        string
 	AdminToken string
 	UserToken  string
-	// Nodes are the fake nodes' names.
+	// Nodes are the fake nodes' names, or NodeName with Options.Kubelet.
 	Nodes []string
+	// Registry is the node's in-process OCI registry ("127.0.0.1:port",
+	// plain HTTP) with Options.Kubelet; PushImage pushes to it.
+	Registry string
+
+	node      *node
+	nodeToken string
+	nodeLock  net.Listener
 
 	opt      Options
 	ports    []int
@@ -112,13 +129,21 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 			return nil, fmt.Errorf("%w: %s: %v (run integration/kube/build.sh)", ErrNoBinaries, EnvBin, err)
 		}
 	}
+	if opt.Kubelet {
+		if _, err := os.Stat(filepath.Join(opt.BinDir, "kubelet")); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v (run integration/kube/build.sh kubelet)", ErrNoBinaries, EnvBin, err)
+		}
+		if err := checkContainerd(); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, opt.StartTimeout)
 	defer cancel()
 	dir, err := os.MkdirTemp("", "agentenv-kube-")
 	if err != nil {
 		return nil, fmt.Errorf("kubecluster: %w", err)
 	}
-	c = &Cluster{Dir: dir, opt: opt, AdminToken: token(), UserToken: token()}
+	c = &Cluster{Dir: dir, opt: opt, AdminToken: token(), UserToken: token(), nodeToken: token()}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -160,34 +185,50 @@ func Start(ctx context.Context, o *Options) (c *Cluster, err error) {
 		// No controller-manager keeps the kubernetes Service's
 		// endpoints: nothing to reconcile.
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false"); err != nil {
+		"--enable-priority-and-fairness=false",
+		// exec, logs and port-forward reach the kubelet at its node's
+		// address: 127.0.0.1, not its name (which resolves nowhere).
+		"--kubelet-preferred-address-types=InternalIP,Hostname"); err != nil {
 		return c, err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.URL+"/readyz", c.AdminToken); err != nil {
-		return c, err
-	}
-	if err := c.start("kwok", filepath.Join(opt.BinDir, "kwok"),
-		"--kubeconfig="+filepath.Join(dir, "kubeconfig"),
-		"--config="+filepath.Join(opt.BinDir, "kwok-stages.yaml"), "--config="+filepath.Join(dir, "kwok-deadline.yaml"),
-		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--cidr=10.244.0.1/16", "--node-ip=127.0.0.1",
-		"--server-address=127.0.0.1:0", "--node-lease-duration-seconds=0"); err != nil {
 		return c, err
 	}
 	cs, err := k8s.NewForConfig(c.REST(c.AdminToken))
 	if err != nil {
 		return c, fmt.Errorf("kubecluster: %w", err)
 	}
-	if err := c.createNodes(ctx, cs); err != nil {
-		return c, err
-	}
-	if err := c.waitNodesReady(ctx, cs); err != nil {
+	if opt.Kubelet {
+		if c.nodeLock, err = lockNode(ctx); err != nil {
+			return c, err
+		}
+		if err := c.startNode(ctx, cs); err != nil {
+			return c, err
+		}
+	} else if err := c.startKwok(ctx, cs); err != nil {
 		return c, err
 	}
 	bctx, stop := context.WithCancel(context.Background())
 	c.stopBind, c.bindDone = stop, make(chan struct{})
 	go c.bindLoop(bctx, cs)
 	return c, nil
+}
+
+// startKwok starts kwok and creates its fake nodes.
+func (c *Cluster) startKwok(ctx context.Context, cs k8s.Interface) error {
+	opt, dir := c.opt, c.Dir
+	if err := c.start("kwok", filepath.Join(opt.BinDir, "kwok"),
+		"--kubeconfig="+filepath.Join(dir, "kubeconfig"),
+		"--config="+filepath.Join(opt.BinDir, "kwok-stages.yaml"), "--config="+filepath.Join(dir, "kwok-deadline.yaml"),
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--cidr=10.244.0.1/16", "--node-ip=127.0.0.1",
+		"--server-address=127.0.0.1:0", "--node-lease-duration-seconds=0"); err != nil {
+		return err
+	}
+	if err := c.createNodes(ctx, cs); err != nil {
+		return err
+	}
+	return c.waitNodesReady(ctx, cs)
 }
 
 func token() string {
@@ -220,6 +261,12 @@ func freePorts(n int) ([]int, error) {
 // admin kubeconfig kwok uses.
 func (c *Cluster) writeFiles() error {
 	tokens := fmt.Sprintf("%s,admin,admin,\"system:masters\"\n%s,%s,%s,\n", c.AdminToken, c.UserToken, UserName, UserName)
+	if c.opt.Kubelet {
+		// The real node's kubelet. Without the Node authorizer (and the
+		// controllers it relies on) a kubelet's own RBAC role does not
+		// let it read the Pods bound to it: it is an admin.
+		tokens += fmt.Sprintf("%s,system:node:%s,system:node:%s,\"system:nodes,system:masters\"\n", c.nodeToken, NodeName, NodeName)
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("kubecluster: %w", err)
@@ -461,6 +508,17 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
+		if p.name == "containerd" {
+			// The kubelet has exited: remove the containers while
+			// containerd can still shut their shims down.
+			running := true
+			select {
+			case <-p.done:
+				running = false // ctr would wait out its timeout
+			default:
+			}
+			errs = append(errs, c.stopNodeRuntime(running)...)
+		}
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-p.done:
@@ -477,6 +535,14 @@ func (c *Cluster) Stop() error {
 		p.log.Close()
 	}
 	c.procs = nil
+	if c.node != nil {
+		errs = append(errs, c.cleanupNodeHost()...)
+		c.node = nil
+	}
+	if c.nodeLock != nil {
+		c.nodeLock.Close()
+		c.nodeLock = nil
+	}
 	if left := processesUnder(c.Dir); len(left) > 0 {
 		errs = append(errs, fmt.Errorf("kubecluster: processes left running from %s: %v", c.Dir, left))
 	}
@@ -497,6 +563,9 @@ func (c *Cluster) Stop() error {
 // processesUnder lists the pids of processes whose command line or
 // working folder names dir.
 func processesUnder(dir string) []int {
+	if dir == "" {
+		return nil // every command line "contains" it
+	}
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, e := range ents {

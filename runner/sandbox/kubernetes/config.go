@@ -94,6 +94,12 @@ type Config struct {
 	// imagePullSecrets, and pushes to Registry use its credentials for
 	// that host. "" = none (anonymous pulls and pushes).
 	ImagePullSecret string `json:"image_pull_secret"`
+	// HostNetwork runs every Pod in its node's network namespace, for a
+	// lone node on the runner's machine without a CNI network. Pods then
+	// share the node's ports: a group gives each workload a port of its
+	// own through its PortEnv, and its address is 127.0.0.1 (no cluster
+	// DNS resolves Service names there).
+	HostNetwork bool `json:"host_network"`
 }
 
 // DecodeConfig decodes the provider's config table strictly: an unknown

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"strconv"
 	"sync"
 	"time"
@@ -25,10 +26,12 @@ type Group struct {
 	id     string
 	labels map[string]string
 
-	// mu guards pullSecret: whether this value has made sure of the
-	// group's image pull Secret (ensurePullSecret).
+	// mu guards pullSecret, whether this value has made sure of the
+	// group's image pull Secret (ensurePullSecret), and ports, the node
+	// ports planned for the workloads (host_network).
 	mu         sync.Mutex
 	pullSecret bool
+	ports      map[string]int
 }
 
 func randHex(n int) string {
@@ -88,9 +91,39 @@ func (g *Group) ID() string { return g.id }
 func (g *Group) podName(workload string) string { return objectName(g.id, workload) }
 
 // InternalURL implements envdeploy.AddressPlanner: the Service's name,
-// which resolves from every Pod of the namespace.
+// which resolves from every Pod of the namespace; with host_network,
+// 127.0.0.1 and the workload's planned port.
 func (g *Group) InternalURL(w envdeploy.Workload) string {
+	if g.p.cfg.HostNetwork {
+		return "http://127.0.0.1:" + strconv.Itoa(g.port(w))
+	}
 	return "http://" + g.podName(w.Name) + ":" + strconv.Itoa(w.Port)
+}
+
+// port is the port workload w listens on: its own, or with host_network
+// a port planned once per workload and passed in PortEnv, since the
+// group's Pods (and other groups') share the node's ports. The port is
+// free on this machine when planned: host_network is for a node on the
+// runner's machine (a lone kubelet without a CNI).
+func (g *Group) port(w envdeploy.Workload) int {
+	if !g.p.cfg.HostNetwork || w.PortEnv == "" || w.Port <= 0 {
+		return w.Port
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if p, ok := g.ports[w.Name]; ok {
+		return p
+	}
+	p := w.Port
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err == nil {
+		p = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	if g.ports == nil {
+		g.ports = map[string]int{}
+	}
+	g.ports[w.Name] = p
+	return p
 }
 
 // Run implements envdeploy.Group: a Secret with the workload's
@@ -101,17 +134,18 @@ func (g *Group) Run(ctx context.Context, w envdeploy.Workload) (envdeploy.Endpoi
 		return envdeploy.Endpoint{}, fmt.Errorf("%w: %s has no image (register it with %s)", envdeploy.ErrImageMissing, w.Source.What, w.Source.PutHint)
 	}
 	env := maps.Clone(w.Env)
-	if w.PortEnv != "" && w.Port > 0 {
+	port := g.port(w)
+	if w.PortEnv != "" && port > 0 {
 		if env == nil {
 			env = map[string]string{}
 		}
-		env[w.PortEnv] = strconv.Itoa(w.Port)
+		env[w.PortEnv] = strconv.Itoa(port)
 	}
 	if err := validEnvKeys(env); err != nil {
 		return envdeploy.Endpoint{}, fmt.Errorf("kubernetes: workload %s: %w", w.Name, err)
 	}
 	ps := podSpec{name: g.podName(w.Name), gid: g.id, workload: w.Name, kind: w.Role, groupLabels: g.labels,
-		env: env, port: w.Port, ttl: g.ttl()}
+		env: env, port: port, ttl: g.ttl(), hostNetwork: g.p.cfg.HostNetwork}
 	return g.run(ctx, ps, w.Source, w.Publish)
 }
 
@@ -156,6 +190,9 @@ func (g *Group) run(ctx context.Context, ps podSpec, src envdeploy.Source, publi
 			return fail(p.wrap("create service "+ps.name, err))
 		}
 		ep.Internal = "http://" + ps.name + ":" + strconv.Itoa(ps.port)
+		if ps.hostNetwork {
+			ep.Internal = "http://127.0.0.1:" + strconv.Itoa(ps.port)
+		}
 	}
 	if err := p.waitRunning(ctx, ps.name); err != nil {
 		return fail(err)

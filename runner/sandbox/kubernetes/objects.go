@@ -123,6 +123,7 @@ type podSpec struct {
 	cpu                       float64       // cores; 0 = no request or limit
 	memoryMB                  int           // 0 = no request or limit
 	workDir                   string
+	hostNetwork               bool
 	// command keeps the container alive when the image's own entrypoint
 	// would not (deploy_sandbox pods run "sleep infinity"-like commands).
 	command []string
@@ -154,6 +155,7 @@ func (s podSpec) pod() *corev1.Pod {
 			// Workloads talk to nothing in the cluster's API: no token.
 			AutomountServiceAccountToken: &f,
 			EnableServiceLinks:           &f,
+			HostNetwork:                  s.hostNetwork,
 		},
 	}
 	if s.pullSecret != "" {

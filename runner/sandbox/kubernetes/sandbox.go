@@ -90,7 +90,7 @@ func (p *Provider) CreateSandbox(ctx context.Context, s sandbox.Spec) (sandbox.S
 		}
 	}
 	ps := podSpec{name: g.podName(mainWorkload), gid: id, workload: mainWorkload, kind: "sandbox", groupLabels: g.labels,
-		env: s.Env, port: s.Port, ttl: ttl, cpu: cpu, memoryMB: mem, workDir: "/app"}
+		env: s.Env, port: s.Port, ttl: ttl, cpu: cpu, memoryMB: mem, workDir: "/app", hostNetwork: p.cfg.HostNetwork}
 	// No tarball: a sandbox's image is used as written (see podImage).
 	ep, err := g.run(ctx, ps, envdeploy.Source{Ref: s.Image, What: "sandbox image"}, s.Port > 0)
 	if err != nil {

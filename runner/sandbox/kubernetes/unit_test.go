@@ -153,6 +153,16 @@ func TestPodSpec(t *testing.T) {
 	if *pod.Spec.AutomountServiceAccountToken {
 		t.Error("the service account token must not be mounted")
 	}
+	if pod.Spec.HostNetwork {
+		t.Error("hostNetwork without Config.HostNetwork")
+	}
+	ps.hostNetwork = true
+	if !ps.pod().Spec.HostNetwork {
+		t.Error("hostNetwork not set with Config.HostNetwork")
+	}
+	if cfg, err := DecodeConfig(map[string]any{"host_network": true}); err != nil || !cfg.HostNetwork {
+		t.Errorf("host_network: %+v, %v", cfg, err)
+	}
 	if svc := ps.service(); svc.Spec.Ports[0].Port != 8080 || svc.Spec.Selector[LabelWorkload] != "main" {
 		t.Errorf("service %+v", svc.Spec)
 	}
