@@ -116,18 +116,26 @@ func TestRealNodeSandboxConformance(t *testing.T) {
 		if err := sb.WriteFile(ctx, "/app/www/index.html", strings.NewReader("through the tunnel"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		// busybox httpd puts itself in the background once listening.
-		if res, err := sb.Exec(ctx, []string{"httpd", "-p", "127.0.0.1:" + strconv.Itoa(port), "-h", "/app/www"}, nil); err != nil || res.ExitCode != 0 {
-			t.Fatalf("httpd: %+v, %v", res, err)
-		}
 		url := sb.(*kubernetes.Sandbox).TunnelURLs()[port]
 		if !strings.HasPrefix(url, "http://127.0.0.1:") {
 			t.Fatalf("tunnel URL %q", url)
 		}
-		resp, err := http.Get(url + "/index.html")
-		if err != nil {
-			t.Fatal(err)
+		// Nothing listens yet: the Pod refuses, which drops client-go's
+		// forward; a readiness poll does this, and the tunnel must come
+		// back once the server listens.
+		if resp, err := http.Get(url + "/index.html"); err == nil {
+			resp.Body.Close()
+			t.Fatalf("GET before the server listens: %s", resp.Status)
 		}
+		// busybox httpd puts itself in the background once listening.
+		if res, err := sb.Exec(ctx, []string{"httpd", "-p", "127.0.0.1:" + strconv.Itoa(port), "-h", "/app/www"}, nil); err != nil || res.ExitCode != 0 {
+			t.Fatalf("httpd: %+v, %v", res, err)
+		}
+		var resp *http.Response
+		envdeploytest.Poll(t, func() bool {
+			resp, err = http.Get(url + "/index.html")
+			return err == nil
+		})
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK || string(body) != "through the tunnel" {

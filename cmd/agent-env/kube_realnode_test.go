@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8s "k8s.io/client-go/kubernetes"
+
+	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/registry/ociregistry"
+	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
+	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
+)
+
+// TestRealNodeRunBundles runs two bundles through the CLI on the
+// kubernetes sandbox, on a real node (tier 2): echo-mcp (the echo env
+// and the gateway registered from source, their images pushed by digest
+// to the project's registry and pulled by the kubelet) and q3-email (a
+// scripted agent, outcome and reply checks). Nothing of either run is
+// left in the cluster.
+func TestRealNodeRunBundles(t *testing.T) {
+	if os.Getenv(kubecluster.EnvBin) == "" {
+		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
+	}
+	reg, err := ociregistry.Start("127.0.0.1:0", t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Close(context.Background()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	cl, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 4 * time.Minute, PlainHTTPRegistries: []string{reg.Addr()}})
+	switch {
+	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
+		t.Skipf("real node: %v", err)
+	case err != nil:
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cl.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	const ns = "agentenv-e2e"
+	if err := cl.CreateNamespace(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newCLI(t)
+	cfg := writeFile(t, filepath.Join(t.TempDir(), "config.toml"), "[sandbox.providers.kubernetes.config]\n"+
+		"kubeconfig = "+strconv.Quote(cl.Kubeconfig())+"\n"+
+		"namespace = "+strconv.Quote(ns)+"\n"+
+		"host_network = true\n"+
+		"endpoint_mode = \"port-forward\"\n"+
+		"registry = "+strconv.Quote(reg.Addr())+"\n")
+	t.Setenv("AGENT_ENV_CONFIG", cfg)
+
+	cs, err := k8s.NewForConfig(cl.REST(cl.AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The workloads each run must have run on the node, by kind, from
+	// images the kubelet pulled by digest from the project's registry.
+	for _, tc := range []struct {
+		bundle, want string
+		kinds        []string
+	}{
+		{"echo-mcp", "passed (echo: 1)", []string{"gateway", "mcp_server"}},
+		{"q3-email", "passed (outcome: 1, reply: 1)", []string{"agent", "gateway", "mcp_server"}},
+	} {
+		seen := watchPods(ctx, t, cs, ns)
+		start := time.Now()
+		code, out, errb := c.run("run", tc.bundle, "--sandbox", "kubernetes")
+		t.Logf("run %s --sandbox kubernetes: %v", tc.bundle, time.Since(start).Round(10*time.Millisecond))
+		if code != 0 || !strings.Contains(out, tc.want) {
+			t.Fatalf("run %s: exit %d\n%s\n%s", tc.bundle, code, out, errb)
+		}
+		var kinds []string
+		for name, pi := range seen() {
+			kinds = append(kinds, pi.kind)
+			if !pi.running || !strings.HasPrefix(pi.image, reg.Addr()+"/") || !strings.Contains(pi.image, "@sha256:") {
+				t.Errorf("%s: Pod %s (%s) ran %v, image %s: want Running from %s by digest", tc.bundle, name, pi.kind, pi.running, pi.image, reg.Addr())
+			}
+		}
+		slices.Sort(kinds)
+		if !slices.Equal(kinds, tc.kinds) {
+			t.Errorf("%s: Pods of kinds %v, want %v", tc.bundle, kinds, tc.kinds)
+		}
+		leftovers(t, cs, ns)
+	}
+}
+
+type podInfo struct {
+	kind, image string
+	running     bool
+}
+
+// watchPods records the Pods of ns from now on; the returned func stops
+// the watch and returns what it saw.
+func watchPods(ctx context.Context, t *testing.T, cs k8s.Interface, ns string) func() map[string]podInfo {
+	t.Helper()
+	w, err := cs.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]podInfo{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			pi := seen[p.Name]
+			pi.kind = p.Labels[kubernetes.LabelKind]
+			pi.image = p.Spec.Containers[0].Image
+			pi.running = pi.running || p.Status.Phase == corev1.PodRunning
+			seen[p.Name] = pi
+		}
+	}()
+	return func() map[string]podInfo {
+		w.Stop()
+		<-done
+		return seen
+	}
+}
+
+// leftovers fails the test for any Service or Secret of the provider's
+// (by its managed-by label) left in ns, and for any of its Pods not gone
+// within the poll's bound: a deleted Pod stays listed until the kubelet
+// has stopped its containers.
+func leftovers(t *testing.T, cs k8s.Interface, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: kubernetes.LabelManaged + "=agentenv"}
+	svcs, err := cs.CoreV1().Services(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := cs.CoreV1().Secrets(ns).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		t.Errorf("Service %s left", s.Name)
+	}
+	for _, s := range secrets.Items {
+		t.Errorf("Secret %s left", s.Name)
+	}
+	var pods *corev1.PodList
+	envdeploytest.Poll(t, func() bool {
+		if pods, err = cs.CoreV1().Pods(ns).List(ctx, sel); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				t.Fatalf("Pod %s left (not deleted)", p.Name)
+			}
+		}
+		return len(pods.Items) == 0
+	})
+}
