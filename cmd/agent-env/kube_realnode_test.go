@@ -25,8 +25,9 @@ import (
 // kubernetes sandbox, on a real node (tier 2): echo-mcp (the echo env
 // and the gateway registered from source, their images pushed by digest
 // to the project's registry and pulled by the kubelet) and q3-email (a
-// scripted agent, outcome and reply checks). Nothing of either run is
-// left in the cluster.
+// scripted agent, outcome and reply checks), then env deploy and env
+// teardown of the echo env. Nothing of any of them is left in the
+// cluster.
 func TestRealNodeRunBundles(t *testing.T) {
 	if os.Getenv(kubecluster.EnvBin) == "" {
 		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
@@ -97,6 +98,29 @@ func TestRealNodeRunBundles(t *testing.T) {
 		}
 		leftovers(t, cs, ns)
 	}
+
+	// env deploy and env teardown of the echo env the first run registered.
+	seen := watchPods(ctx, t, cs, ns)
+	code, out, errb := c.run("env", "deploy", "--id", "echo", "--sandbox", "kubernetes", "--ttl-seconds", "600")
+	m := instanceIDRe.FindStringSubmatch(out)
+	if code != 0 || m == nil {
+		t.Fatalf("env deploy echo --sandbox kubernetes: exit %d\n%s\n%s", code, out, errb)
+	}
+	if code, out, errb := c.run("env", "teardown", "--instance-id", m[1]); code != 0 {
+		t.Fatalf("env teardown %s: exit %d\n%s\n%s", m[1], code, out, errb)
+	}
+	var kinds []string
+	for name, pi := range seen() {
+		kinds = append(kinds, pi.kind)
+		if !pi.running {
+			t.Errorf("env deploy: Pod %s (%s) never ran", name, pi.kind)
+		}
+	}
+	slices.Sort(kinds)
+	if !slices.Equal(kinds, []string{"gateway", "mcp_server"}) {
+		t.Errorf("env deploy: Pods of kinds %v, want the gateway and the echo server", kinds)
+	}
+	leftovers(t, cs, ns)
 }
 
 type podInfo struct {
