@@ -25,8 +25,8 @@ import (
 // kubernetes sandbox, on a real node (tier 2): echo-mcp (the echo env
 // and the gateway registered from source, their images pushed by digest
 // to the project's registry and pulled by the kubelet) and q3-email (a
-// scripted agent, outcome and reply checks), then env deploy and env
-// teardown of the echo env. Nothing of any of them is left in the
+// scripted agent, outcome and reply checks), task run of an echo task,
+// an eval of it with k=2 at once, then env deploy and env teardown of the echo env. Nothing of any of them is left in the
 // cluster.
 func TestRealNodeRunBundles(t *testing.T) {
 	if os.Getenv(kubecluster.EnvBin) == "" {
@@ -99,9 +99,42 @@ func TestRealNodeRunBundles(t *testing.T) {
 		leftovers(t, cs, ns)
 	}
 
+	// An echo task through task run, then an eval of it, k=2, both runs
+	// at once: two instances share the node's network (host_network
+	// plans their ports apart).
+	dir := t.TempDir()
+	task := writeFile(t, filepath.Join(dir, "echo.json"), `[
+  {"id":"env","type":"deploy_env","env_id":"echo","ttl_seconds":600},
+  {"id":"echo","type":"env_outcome_verifier","env_id":"echo","verifier_id":"echo",
+   "checks":[{"id":"echoes","criterion":"echo_echo answers with its input","tool":"echo_echo",
+              "args":{"text":"hello"},"extract":"echo","predicate":{"equals":"hello"}}]},
+  {"id":"teardown","type":"teardown_sandboxes","env_ids":["echo"],"fail_task_on_error":false}]`)
+	if code, out, errb := c.run("task", "create", task, "--id", "k8s/echo"); code != 0 {
+		t.Fatalf("task create: exit %d\n%s\n%s", code, out, errb)
+	}
+	// task run (which leaves teardown to the task's own step).
+	code, out, errb := c.run("task", "run", "k8s/echo", "--sandbox", "kubernetes", "--output-dir", filepath.Join(dir, "task"))
+	if code != 0 || !strings.Contains(out, "score (verifier_id=echo): 1\n") || !strings.Contains(out, "Task completed!") {
+		t.Fatalf("task run --sandbox kubernetes: exit %d\n%s\n%s", code, out, errb)
+	}
+	leftovers(t, cs, ns)
+	ev := writeFile(t, filepath.Join(dir, "eval.json"), `[{"task_id":"k8s/echo"}]`)
+	if code, out, errb := c.run("eval", "create", ev, "--id", "k8s"); code != 0 {
+		t.Fatalf("eval create: exit %d\n%s\n%s", code, out, errb)
+	}
+	seenEval := watchPods(ctx, t, cs, ns)
+	code, out, errb = c.run("eval", "run", "--id", "k8s", "--k", "2", "--max-concurrency", "2", "--sandbox", "kubernetes", "--output-dir", filepath.Join(dir, "out"))
+	if code != 0 || !containsFields(out, "k8s/echo 1 2 2 1.000 1.000 1.000") {
+		t.Fatalf("eval run --sandbox kubernetes: exit %d\n%s\n%s", code, out, errb)
+	}
+	if n := len(seenEval()); n != 4 {
+		t.Errorf("eval run: %d Pods, want a gateway and a server for each of the 2 runs", n)
+	}
+	leftovers(t, cs, ns)
+
 	// env deploy and env teardown of the echo env the first run registered.
 	seen := watchPods(ctx, t, cs, ns)
-	code, out, errb := c.run("env", "deploy", "--id", "echo", "--sandbox", "kubernetes", "--ttl-seconds", "600")
+	code, out, errb = c.run("env", "deploy", "--id", "echo", "--sandbox", "kubernetes", "--ttl-seconds", "600")
 	m := instanceIDRe.FindStringSubmatch(out)
 	if code != 0 || m == nil {
 		t.Fatalf("env deploy echo --sandbox kubernetes: exit %d\n%s\n%s", code, out, errb)
@@ -193,4 +226,15 @@ func leftovers(t *testing.T, cs k8s.Interface, ns string) {
 		}
 		return len(pods.Items) == 0
 	})
+}
+
+// containsFields reports whether a line of out has exactly the
+// whitespace-separated fields of want (a table row, whatever its widths).
+func containsFields(out, want string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if slices.Equal(strings.Fields(line), strings.Fields(want)) {
+			return true
+		}
+	}
+	return false
 }
