@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -79,6 +80,13 @@ func TestTemporalUnreachableAtSubmit(t *testing.T) {
 	}
 	t.Setenv("AGENT_ENV_RUNNER", "temporal")
 	t.Setenv("AGENT_ENV_TEMPORAL_ADDRESS", addr)
+	// The default output folder (os.TempDir()/taskid=quick-run<hex>) must
+	// not be left behind by a run that never started.
+	outDirs := func() []string {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), "taskid=quick-run*"))
+		return m
+	}
+	before := outDirs()
 	for _, args := range [][]string{{"task", "run", "quick"}, {"eval", "run", "--id", "e"}} {
 		code, out, errs := c.run(args...)
 		if code == 0 || !strings.Contains(errs, "temporal server unreachable at "+addr) || !strings.Contains(errs, "[runner.temporal] address") {
@@ -87,5 +95,8 @@ func TestTemporalUnreachableAtSubmit(t *testing.T) {
 		if strings.Contains(out, "Submitted run") || strings.Contains(out+errs, "run 1/1") {
 			t.Errorf("%v submitted or ran with no server:\n%s%s", args, out, errs)
 		}
+	}
+	if after := outDirs(); len(after) != len(before) {
+		t.Errorf("a refused submit left its output folder: %v (before: %v)", after, before)
 	}
 }

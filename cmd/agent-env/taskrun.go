@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -147,8 +149,15 @@ func runTask(ctx context.Context, d *deps, req taskRunRequest, filterSet bool) e
 	if dir == "" {
 		dir = filepath.Join(os.TempDir(), "taskid="+fileSafe(t.ID)+"-run"+runner.RandomHex(3))
 	}
+	_, statErr := os.Stat(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("--output-dir: %w", err)
+	}
+	if errors.Is(statErr, fs.ErrNotExist) {
+		// A run that writes no context (refused by the batch's seeds, an
+		// unreachable Temporal server, a detached submit) leaves no empty
+		// folder behind; os.Remove leaves a folder holding a context alone.
+		defer os.Remove(dir)
 	}
 	md, _ := initial["metadata"].(map[string]any)
 	if md == nil {
