@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	k8s "k8s.io/client-go/kubernetes"
 
 	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/internal/kubecluster/kubeclustertest"
 	"github.com/agentenv/agentenv/registry/ociregistry"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox/kubernetes"
@@ -26,12 +25,9 @@ import (
 // and the gateway registered from source, their images pushed by digest
 // to the project's registry and pulled by the kubelet) and q3-email (a
 // scripted agent, outcome and reply checks), task run of an echo task,
-// an eval of it with k=2 at once, then env deploy and env teardown of the echo env. Nothing of any of them is left in the
-// cluster.
+// an eval of it with k=2 at once, then env deploy and env teardown of
+// the echo env. Nothing of any of them is left in the cluster.
 func TestRealNodeRunBundles(t *testing.T) {
-	if os.Getenv(kubecluster.EnvBin) == "" {
-		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
-	}
 	reg, err := ociregistry.Start("127.0.0.1:0", t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -39,18 +35,7 @@ func TestRealNodeRunBundles(t *testing.T) {
 	t.Cleanup(func() { _ = reg.Close(context.Background()) })
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	cl, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 4 * time.Minute, PlainHTTPRegistries: []string{reg.Addr()}})
-	switch {
-	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
-		t.Skipf("real node: %v", err)
-	case err != nil:
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := cl.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
+	cl := kubeclustertest.RealNode(t, &kubecluster.Options{PlainHTTPRegistries: []string{reg.Addr()}})
 	const ns = "agentenv-e2e"
 	if err := cl.CreateNamespace(ctx, ns); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/internal/kubecluster"
+	"github.com/agentenv/agentenv/internal/kubecluster/kubeclustertest"
 	"github.com/agentenv/agentenv/protocol"
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
@@ -231,24 +232,7 @@ func get(t *testing.T, u string) string {
 // realNode starts a cluster with a real node for one test, or skips.
 func realNode(t *testing.T) *kubecluster.Cluster {
 	t.Helper()
-	if os.Getenv(kubecluster.EnvBin) == "" {
-		t.Skipf("tier 2 Kubernetes tests need %s: run integration/kube/build.sh apiserver etcd kwok kubelet and export the folder it prints", kubecluster.EnvBin)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	c, err := kubecluster.Start(ctx, &kubecluster.Options{Kubelet: true, StartTimeout: 4 * time.Minute})
-	switch {
-	case errors.Is(err, kubecluster.ErrNoBinaries), errors.Is(err, kubecluster.ErrNoContainerd):
-		t.Skipf("real node: %v", err)
-	case err != nil:
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-	})
-	return c
+	return kubeclustertest.RealNode(t, nil)
 }
 
 // pushBusybox pushes a FROM scratch image whose entrypoint is the
