@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -92,6 +93,25 @@ func newEnv(t testing.TB, cdpURL, siteURL string) *env {
 	g.Start()
 	srv := httptest.NewServer(g.Handler())
 	t.Cleanup(func() { srv.Close(); g.Close() })
+	// Start returns at once and the gateway answers 503 until it has
+	// started: wait for /readyz, as a deployer does.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if resp, err := http.Get(srv.URL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the gateway never became ready")
+		case <-tick.C:
+		}
+	}
 	return &env{gw: srv, objects: objects, traj: traj}
 }
 
