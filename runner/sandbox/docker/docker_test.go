@@ -13,10 +13,12 @@ import (
 	"github.com/agentenv/agentenv/runner/envdeploy"
 	"github.com/agentenv/agentenv/runner/envdeploy/envdeploytest"
 	"github.com/agentenv/agentenv/runner/sandbox/docker"
+	"github.com/agentenv/agentenv/runner/steps/envsteptest"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	envsteptest.Cleanup() // the bundle tests' shared fixture: its folder and images
 	envdeploytest.Cleanup()
 	os.Exit(code)
 }

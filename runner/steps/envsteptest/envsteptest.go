@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/agentenv/agentenv/internal/imagebuild"
 	"github.com/agentenv/agentenv/registry/artifact"
 	"github.com/agentenv/agentenv/registry/fsobject"
@@ -169,6 +171,13 @@ func newFixture(t testing.TB, sandbox string) *Fixture {
 		closers = append(closers, func() { _ = dp.Close() })
 		backend, put.Builder = dp, dp
 		st.Images = localimage.New(&localimage.Options{RepositoryPrefix: "agentenvtest-" + runner.RandomHex(4)})
+		// The images the fixture and its tests register go with it.
+		ref, err := st.Images.Ref("x", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prefix := strings.TrimSuffix(ref, "x:v1")
+		closers = append(closers, func() { removeImagesUnder(dp, prefix) })
 		put.Stores = st
 	default:
 		pb := process.New(filepath.Join(dir, "proc"), nil)
@@ -288,4 +297,21 @@ func (f *Fixture) PassBundle(t *testing.T, name, sandbox string) (*bundle.Report
 		}
 	}
 	return rep, out
+}
+
+// removeImagesUnder removes every image of the engine with a tag starting
+// with prefix (a fixture's repository prefix), and no other.
+func removeImagesUnder(p *docker.Provider, prefix string) {
+	ctx := context.Background()
+	list, err := p.Client().ImageList(ctx, client.ImageListOptions{})
+	if err != nil {
+		return
+	}
+	for _, im := range list.Items {
+		for _, tag := range im.RepoTags {
+			if strings.HasPrefix(tag, prefix) {
+				_ = p.RemoveImage(ctx, tag)
+			}
+		}
+	}
 }
